@@ -1,0 +1,74 @@
+"""``krmfn``: one entry point for the functions (``krmfn fn NAME``), rendering and the runner.
+
+Subcommands import their modules lazily so ``krmfn fn`` starts as fast as a console script.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+USAGE = """usage: krmfn <command> [args]
+
+commands:
+  fn NAME        run one function on a ResourceList from stdin (NAME: {names})
+  render DIR     run DIR's Kptfile pipeline in-process and print the rendered stream
+  plan           print the steps `krmfn apply` would run
+  apply          apply a rendered stream step by step, wait for health, prune
+  export         write the steps for the Flux Operator, Argo CD or kpt live
+  version        print the version
+
+Run `krmfn <command> --help` for a command's flags.
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    from krmfn.registry import CANONICAL_ORDER
+
+    if not args or args[0] in ("-h", "--help"):
+        sys.stdout.write(USAGE.format(names=", ".join(CANONICAL_ORDER)))
+        return 0 if args else 2
+    command, rest = args[0], args[1:]
+    if command == "fn":
+        return _fn(rest)
+    if command == "version":
+        from krmfn import __version__
+
+        print(f"krmfn {__version__}")
+        return 0
+    module = {
+        "render": "krmfn.render",
+        "plan": "krmfn.runner.cli",
+        "apply": "krmfn.runner.cli",
+        "export": "krmfn.export",
+    }.get(command)
+    if module is None:
+        sys.stderr.write(f"krmfn: unknown command {command!r}\n")
+        sys.stderr.write(USAGE.format(names=", ".join(CANONICAL_ORDER)))
+        return 2
+    import importlib
+
+    try:
+        entry = importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        sys.stderr.write(f"krmfn: {command} is not available in this installation ({err.name} missing)\n")
+        return 2
+    code: int = entry.main([command, *rest])
+    return code
+
+
+def _fn(args: list[str]) -> int:
+    from krmfn.registry import CANONICAL_ORDER, load
+
+    if not args or args[0] in ("-h", "--help"):
+        sys.stdout.write(
+            f"usage: krmfn fn NAME [--help] < resource-list.yaml\nNAME: {', '.join(CANONICAL_ORDER)}\n"
+        )
+        return 0 if args else 2
+    try:
+        function = load(args[0])
+    except KeyError:
+        sys.stderr.write(f"krmfn: unknown function {args[0]!r}; known: {', '.join(CANONICAL_ORDER)}\n")
+        return 2
+    return function.main(args[1:])

@@ -1,0 +1,189 @@
+"""The function runtime: a pure core ``Function.process(text) -> (text, exit code)`` and a thin CLI edge.
+
+A function is a transform over a ResourceList plus a plain-data config class::
+
+    FUNCTION = Function(name="set-image", kind="SetImage", config=SetImageConfig, transform=set_image,
+                        summary="...", example=EXAMPLE_YAML)
+
+The transform edits ``rl.items`` in place and reports through ``rl.results``; it should add exactly one
+info result that summarizes what it did.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TextIO, TypeVar
+
+from krmfn import config as cfg
+from krmfn.errors import ConfigError, InputError, KrmfnError
+from krmfn.limits import Limits
+from krmfn.resourcelist import ResourceList, choose_mode, parse, serialize
+from krmfn.results import Result
+
+C = TypeVar("C")
+DEBUG_ENV = "KRMFN_DEBUG"
+
+
+@dataclass(frozen=True)
+class Function(Generic[C]):
+    name: str
+    """kebab-case: the console script is ``krmfn-<name>``, the CLI ``krmfn fn <name>``."""
+    kind: str
+    """functionConfig kind in group fn.krmfn.dev/v1alpha1."""
+    config: type[C]
+    transform: Callable[[ResourceList, C], None]
+    summary: str
+    example: str = ""
+    """A complete functionConfig in YAML, shown by --help."""
+    configmap: Callable[[dict[str, Any]], C] | None = None
+    """Reads the ConfigMap form when the default field-by-field reading does not fit."""
+
+    def read_config(self, raw: Any) -> C:
+        """Typed object, ConfigMap (incl. kpt's ``function-input`` placeholder) or nothing at all."""
+        if raw is None:
+            return cfg.parse(self.config, {})
+        if not isinstance(raw, dict):
+            raise ConfigError("functionConfig must be a mapping", "functionConfig")
+        kind, api_version = raw.get("kind"), raw.get("apiVersion")
+        if kind == "ConfigMap" and api_version in (None, "v1"):
+            data = raw.get("data") or {}
+            if not isinstance(data, dict):
+                raise ConfigError("expected a mapping of strings", "functionConfig.data")
+            return (
+                self.configmap(dict(data)) if self.configmap else cfg.from_configmap(self.config, dict(data))
+            )
+        if kind != self.kind or api_version != cfg.API_VERSION:
+            raise ConfigError(
+                f"expected apiVersion {cfg.API_VERSION}, kind {self.kind} (or a ConfigMap); "
+                f"got apiVersion {api_version!r}, kind {kind!r}",
+                "functionConfig",
+            )
+        body = {k: v for k, v in raw.items() if k not in ("apiVersion", "kind", "metadata")}
+        try:
+            return cfg.parse(self.config, body)
+        except ConfigError as err:
+            raise ConfigError(
+                err.reason, f"functionConfig.{err.field}" if err.field else "functionConfig"
+            ) from None
+
+    def run(self, rl: ResourceList, raw_config: Any) -> None:
+        """Read the config and apply the transform; config errors become error results."""
+        try:
+            config = self.read_config(raw_config)
+        except ConfigError as err:
+            rl.results.error(err.reason, field=err.field or "functionConfig")
+            return
+        self.transform(rl, config)
+
+    def process(self, text: str, mode: str | None = None) -> tuple[str, int]:
+        """The pure core: ResourceList text in, ResourceList text and exit code out. Never raises."""
+        outcome = self.outcome(text, mode)
+        return outcome.text, outcome.code
+
+    def outcome(self, text: str, mode: str | None = None) -> Outcome:
+        return process_text(text, lambda rl: self.run(rl, rl.function_config), mode)
+
+    def main(
+        self,
+        argv: Sequence[str] | None = None,
+        stdin: TextIO | None = None,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+    ) -> int:
+        return run_cli(self.name, self.outcome, self.help_text(), argv, stdin, stdout, stderr)
+
+    def help_text(self) -> str:
+        lines = [
+            f"krmfn-{self.name}: {self.summary}",
+            "",
+            f"usage: krmfn-{self.name} [--yaml fast|fidelity|auto] < resource-list.yaml",
+            "",
+            "Reads a ResourceList (KRM Functions Specification) on stdin and writes it to stdout.",
+            f"functionConfig: apiVersion {cfg.API_VERSION}, kind {self.kind},",
+            "or a ConfigMap with the same keys.",
+            "",
+            "Fields:",
+        ]
+        for key, form, text, example in cfg.field_docs(self.config):
+            lines.append(f"  {key}  ({form})")
+            if text:
+                lines.append(f"      {text}")
+            if example:
+                lines.append(f"      example: {example}")
+        if self.example:
+            lines += [
+                "",
+                "Example functionConfig:",
+                "",
+                *("  " + line for line in self.example.strip().splitlines()),
+            ]
+        return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    text: str
+    code: int
+    results: list[Result]
+
+
+def process_text(text: str, body: Callable[[ResourceList], None], mode: str | None = None) -> Outcome:
+    """Parse, run ``body``, serialize; every failure becomes an error result and exit code 1."""
+    try:
+        chosen = choose_mode(text, mode)
+        rl = parse(text, chosen, Limits.from_env())
+    except InputError as err:
+        rl = ResourceList.empty()
+        rl.results.error(str(err), tags={"reason": type(err).__name__})
+        return Outcome(serialize(rl, "fast"), 1, rl.results)
+    try:
+        body(rl)
+    except KrmfnError as err:
+        rl.results.error(str(err))
+    except Exception as err:  # a bug must still produce a valid ResourceList and a readable message
+        if os.environ.get(DEBUG_ENV):
+            raise
+        rl.results.error(f"internal error: {type(err).__name__}: {err} (set {DEBUG_ENV}=1 for a traceback)")
+    return Outcome(serialize(rl, chosen), 1 if rl.results.has_errors else 0, rl.results)
+
+
+def run_cli(  # noqa: PLR0917  # mirrors main()'s injectable streams
+    name: str,
+    process: Callable[[str, str | None], Outcome],
+    help_text: str,
+    argv: Sequence[str] | None,
+    stdin: TextIO | None,
+    stdout: TextIO | None,
+    stderr: TextIO | None,
+) -> int:
+    """The only place a function touches stdin, stdout and stderr."""
+    stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
+    args = list(sys.argv[1:] if argv is None else argv)
+    mode: str | None = None
+    while args:
+        arg = args.pop(0)
+        if arg in ("-h", "--help"):
+            stdout.write(help_text)
+            return 0
+        if arg.startswith("--yaml="):
+            mode = arg.partition("=")[2]
+        elif arg == "--yaml" and args:
+            mode = args.pop(0)
+        else:
+            stderr.write(f"krmfn-{name}: unknown argument {arg!r}; see --help\n")
+            return 2
+    try:
+        outcome = process(stdin.read(), mode)
+    except (UnicodeDecodeError, OSError) as err:
+        rl = ResourceList.empty()
+        rl.results.error(f"cannot read stdin: {err}", tags={"reason": "InputError"})
+        outcome = Outcome(serialize(rl, "fast"), 1, rl.results)
+    stdout.write(outcome.text)
+    stdout.flush()
+    for result in outcome.results:
+        if result.severity != "info":
+            stderr.write(f"krmfn-{name}: {result.describe()}\n")
+    return outcome.code

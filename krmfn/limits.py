@@ -1,0 +1,45 @@
+"""Input limits, so hostile or accidental input fails fast with a clear message instead of eating memory.
+
+Each limit can be changed with an environment variable (the name is in ``ENV``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+ENV = {
+    "max_bytes": "KRMFN_MAX_INPUT_BYTES",
+    "max_items": "KRMFN_MAX_ITEMS",
+    "max_depth": "KRMFN_MAX_DEPTH",
+    "max_nodes": "KRMFN_MAX_NODES",
+}
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_bytes: int = 256 * 1024 * 1024
+    """Size of the input text."""
+    max_items: int = 200_000
+    """Number of items in the ResourceList."""
+    max_depth: int = 100
+    """Nesting depth of any value (Kubernetes objects rarely pass 20)."""
+    max_nodes: int = 20_000_000
+    """Values after alias expansion: what a billion-laughs document explodes into."""
+
+    @classmethod
+    def from_env(cls) -> Limits:
+        values: dict[str, int] = {}
+        for field, var in ENV.items():
+            raw = os.environ.get(var)
+            if raw is None:
+                continue
+            try:
+                values[field] = int(raw)
+            except ValueError:
+                values[field] = -1
+            if values[field] <= 0:
+                from krmfn.errors import LimitExceededError
+
+                raise LimitExceededError(f"{var}={raw!r} is not a positive whole number")
+        return cls(**values)

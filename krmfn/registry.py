@@ -1,0 +1,34 @@
+"""The krmfn functions, in canonical chaining order, imported only when used (cold start matters)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from krmfn.function import Function
+
+# Canonical order: a Job's name hash must see its final image and config checksum.
+CANONICAL_ORDER: dict[str, str] = {
+    "render-inputs": "functions.render_inputs",
+    "set-image": "functions.set_image",
+    "set-config-checksum": "functions.set_config_checksum",
+    "hash-job-names": "functions.hash_job_names",
+    "set-steps": "functions.set_steps",
+    "validate-jobs": "functions.validate_jobs",
+}
+
+
+def load(name: str) -> Function[Any]:
+    module = CANONICAL_ORDER.get(name)
+    if module is None:
+        raise KeyError(name)
+    found: Function[Any] = importlib.import_module(module).FUNCTION
+    return found
+
+
+def by_kind(kind: str) -> Function[Any] | None:
+    for name in CANONICAL_ORDER:
+        function = load(name)
+        if function.kind == kind:
+            return function
+    return None

@@ -1,0 +1,292 @@
+"""The two YAML paths: fast (libyaml through PyYAML) and fidelity (ruamel.yaml round-trip).
+
+Both load into ``dict``/``list``/scalars (ruamel's round-trip types subclass them), so functions never
+know which path is in use, and both give semantically identical documents.
+
+Scalars are resolved with the YAML 1.2 core schema that kustomize and kpt (go-yaml v3) use, so ``yes``,
+``on`` and ``2024-01-01`` stay strings; octal ``0755`` is still read as Kubernetes reads it. The fast
+dumper quotes every string a YAML 1.1 reader would take for something else, so output is safe for
+both kinds of reader.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import yaml
+from yaml.cyaml import CEmitter, CParser  # type: ignore[attr-defined]
+
+from krmfn.errors import DuplicateKeyError, LimitExceededError, YAMLSyntaxError
+from krmfn.limits import Limits
+
+Mode = Literal["fast", "fidelity"]
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
+_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_FLOAT = re.compile(
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+
+
+class _CoreResolver(yaml.resolver.BaseResolver):
+    """YAML 1.2 core schema plus merge keys (both go-yaml v3 and Kubernetes honour ``<<``)."""
+
+
+for _tag, _regexp, _first in (
+    ("tag:yaml.org,2002:bool", _BOOL, "tTfF"),
+    ("tag:yaml.org,2002:null", _NULL, ["~", "n", "N", ""]),
+    ("tag:yaml.org,2002:int", _INT, "-+0123456789"),
+    ("tag:yaml.org,2002:float", _FLOAT, "-+0123456789."),
+    (_MERGE_TAG, re.compile(r"^<<$"), "<"),
+):
+    _CoreResolver.add_implicit_resolver(_tag, _regexp, list(_first))
+
+
+class _StrictConstructor(yaml.constructor.SafeConstructor):
+    """SafeConstructor that refuses duplicate keys and reads ints the way Kubernetes does."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE_TAG or not isinstance(key_node, yaml.ScalarNode):
+                continue
+            if key_node.value in seen:
+                mark = key_node.start_mark
+                raise DuplicateKeyError(
+                    f"duplicate key {key_node.value!r} at line {mark.line + 1}, column {mark.column + 1}"
+                )
+            seen.add(key_node.value)
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        text = str(self.construct_scalar(node))
+        if text.startswith("0o"):
+            return int(text[2:], 8)
+        if text.startswith("0x"):
+            return int(text[2:], 16)
+        sign = -1 if text.startswith("-") else 1
+        digits = text.lstrip("+-")
+        if len(digits) > 1 and digits.startswith("0"):  # YAML 1.1 octal, as Kubernetes' decoder reads it
+            return sign * int(digits, 8) if set(digits) <= set("01234567") else sign * int(digits)
+        return sign * int(digits)
+
+
+_StrictConstructor.add_constructor("tag:yaml.org,2002:int", _StrictConstructor.construct_yaml_int)  # type: ignore[type-var]
+# Timestamps stay strings: Kubernetes has no timestamp scalar, and PyYAML would return datetime objects.
+_StrictConstructor.add_constructor(  # type: ignore[type-var]
+    "tag:yaml.org,2002:timestamp", yaml.constructor.SafeConstructor.construct_yaml_str
+)
+
+
+class _FastLoader(CParser, _StrictConstructor, _CoreResolver):
+    def __init__(self, stream: str) -> None:
+        CParser.__init__(self, stream)
+        _StrictConstructor.__init__(self)
+        _CoreResolver.__init__(self)
+
+
+class _FastDumper(CEmitter, yaml.representer.SafeRepresenter, yaml.resolver.Resolver):
+    def __init__(self, stream: Any, **kwargs: Any) -> None:
+        CEmitter.__init__(
+            self,
+            stream,
+            width=kwargs.get("width"),
+            allow_unicode=True,
+            explicit_start=kwargs.get("explicit_start"),
+        )
+        yaml.representer.SafeRepresenter.__init__(self, default_flow_style=False, sort_keys=False)
+        yaml.resolver.Resolver.__init__(self)
+
+
+def _represent_str(dumper: yaml.representer.SafeRepresenter, value: str) -> yaml.ScalarNode:
+    # Literal blocks keep scripts and embedded files readable; libyaml falls back to quoting when a
+    # string cannot be a block (trailing spaces, tabs).
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_FastDumper.add_representer(str, _represent_str)
+
+
+def check_size(text: str, limits: Limits) -> None:
+    if len(text) > limits.max_bytes:
+        raise LimitExceededError(
+            f"input is {len(text)} bytes, over the limit of {limits.max_bytes} (KRMFN_MAX_INPUT_BYTES)"
+        )
+
+
+def check_expanded(doc: Any, limits: Limits, aliases_possible: bool = True) -> None:
+    """Bound depth and the number of values a consumer would see with aliases expanded (billion laughs).
+
+    Shared subtrees are measured once (memoized by identity), so a hostile document costs no more to
+    check than its text is long.
+    """
+    if not aliases_possible:
+        _check_depth(doc, limits)
+        return
+    measured: dict[int, tuple[int, int]] = {}
+    active: set[int] = set()
+
+    def measure(value: Any) -> tuple[int, int]:
+        if not isinstance(value, (dict, list)):
+            return 1, 0
+        key = id(value)
+        if key in measured:
+            return measured[key]
+        if key in active:
+            raise LimitExceededError("input contains a recursive YAML alias")
+        active.add(key)
+        children = value.values() if isinstance(value, dict) else value
+        size, height = 1, 0
+        for child in children:
+            child_size, child_height = measure(child)
+            size += child_size
+            height = max(height, child_height + 1)
+            if height > limits.max_depth:
+                raise LimitExceededError(
+                    f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)"
+                )
+            if size > limits.max_nodes:
+                raise LimitExceededError(
+                    f"input expands to more than {limits.max_nodes} values through aliases (KRMFN_MAX_NODES)"
+                )
+        active.discard(key)
+        measured[key] = (size, height)
+        return size, height
+
+    measure(doc)
+
+
+def _check_depth(doc: Any, limits: Limits) -> None:
+    stack: list[tuple[Any, int]] = [(doc, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limits.max_depth:
+            raise LimitExceededError(f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values() if isinstance(v, (dict, list)))
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value if isinstance(v, (dict, list)))
+
+
+def _aliases_possible(text: str) -> bool:
+    return "&" in text and "*" in text
+
+
+def load(text: str, mode: Mode, limits: Limits) -> Any:
+    """Parse exactly one YAML document."""
+    check_size(text, limits)
+    try:
+        doc = _load_fast(text) if mode == "fast" else _load_fidelity(text)
+    except (DuplicateKeyError, LimitExceededError):
+        raise
+    except RecursionError:
+        raise LimitExceededError(
+            f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)"
+        ) from None
+    except Exception as err:  # both parsers raise many error types; all mean the same to a user
+        raise YAMLSyntaxError(_describe_yaml_error(err)) from None
+    check_expanded(doc, limits, _aliases_possible(text))
+    return doc
+
+
+def _load_fast(text: str) -> Any:
+    loader = _FastLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def _load_fidelity(text: str) -> Any:
+    from ruamel.yaml.constructor import DuplicateKeyError as RuamelDuplicateKeyError
+
+    try:
+        return _ruamel().load(text)
+    except RuamelDuplicateKeyError as err:
+        raise DuplicateKeyError(_describe_yaml_error(err)) from None
+
+
+def _describe_yaml_error(err: Exception) -> str:
+    problem = getattr(err, "problem", None)
+    mark = getattr(err, "problem_mark", None)
+    if problem and mark is not None:
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    first_line = str(err).strip().splitlines()
+    return first_line[0] if first_line else type(err).__name__
+
+
+_RUAMEL: Any = None
+
+
+def _ruamel() -> Any:
+    global _RUAMEL  # noqa: PLW0603  # one configured instance per process; building it costs ~5 ms
+    if _RUAMEL is None:
+        from ruamel.yaml import YAML
+
+        rt = YAML(typ="rt")
+        rt.preserve_quotes = True
+        rt.width = 1 << 30  # never fold long strings: folding is churn in a kpt diff
+        rt.indent(mapping=2, sequence=2, offset=0)
+        rt.allow_duplicate_keys = False
+        _RUAMEL = rt
+    return _RUAMEL
+
+
+def dump(doc: Any, mode: Mode) -> str:
+    if mode == "fidelity":
+        import io
+
+        out = io.StringIO()
+        _ruamel().dump(doc, out)
+        return out.getvalue()
+    return dump_fast(doc)
+
+
+def dump_fast(doc: Any, explicit_start: bool = False) -> str:
+    text: str = yaml.dump(doc, Dumper=_FastDumper, width=1 << 30, explicit_start=explicit_start)
+    return text
+
+
+def load_all_fast(text: str, limits: Limits | None = None) -> Iterator[Any]:
+    """Parse a multi-document stream (manifests on disk or from ``kustomize build``)."""
+    limits = limits or Limits()
+    check_size(text, limits)
+    loader = _FastLoader(text)
+    aliases = _aliases_possible(text)
+    try:
+        while loader.check_data():  # type: ignore[no-untyped-call]
+            doc = loader.get_data()
+            check_expanded(doc, limits, aliases)
+            yield doc
+    except (DuplicateKeyError, LimitExceededError):
+        raise
+    except yaml.YAMLError as err:
+        raise YAMLSyntaxError(_describe_yaml_error(err)) from None
+    finally:
+        loader.dispose()
+
+
+def dump_all_fast(docs: list[Any]) -> str:
+    return "".join(dump_fast(doc, explicit_start=i > 0) for i, doc in enumerate(docs))
+
+
+def plain(value: Any) -> Any:
+    """A deep copy made of built-in types only (drops ruamel's comments and styles)."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return value

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole suite, from nothing: test tooling in .venv, kustomize and the test control plane built from
+# the Go module proxy (cached under $KRMFN_CACHE), lint, types, import contracts, then pytest.
+# This is the README's test command; .ci/run calls exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[test]'
+export PATH="$PWD/.venv/bin:$PATH"
+
+KUSTOMIZE=$(bash scripts/install-kustomize.sh)
+export KRMFN_KUSTOMIZE="$KUSTOMIZE"
+KRMFN_CLUSTER_BIN=$(bash tests/cluster/build.sh)
+export KRMFN_CLUSTER_BIN
+command -v kpt >/dev/null || { echo "error: kpt is required for the e2e tests (preinstalled on these machines)" >&2; exit 1; }
+
+echo "== ruff" && ruff check . && ruff format --check krmfn functions
+echo "== mypy" && mypy
+echo "== import contracts" && lint-imports
+echo "== pytest" && pytest "$@"
