@@ -14,8 +14,9 @@ from krmfn.yamlio import Mode, dump, load
 
 API_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1")
 MODE_ENV = "KRMFN_YAML"
-# kpt marks every item with these; kustomize does not. Their presence means `kpt fn render|eval`.
-_KPT_MARKERS = ("config.k8s.io/id:", "annotations-migration-resource-id")
+# kpt records each file's sequence indentation so it can write files back; kustomize (which shares the
+# other bookkeeping annotations with kpt) never sets it. Its presence means `kpt fn render|eval`.
+_KPT_MARKERS = ("internal.config.kubernetes.io/seqindent",)
 _FIDELITY_MAX_BYTES = 16 * 1024 * 1024  # past this the round-trip parser costs more than the diff is worth
 
 

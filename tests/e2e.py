@@ -1,0 +1,141 @@
+"""Helpers to run example packages under the real kpt and kustomize binaries (see test_examples.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from krmfn.kobj import is_local_config
+from krmfn.yamlio import dump_fast, load_all_fast
+
+ROOT = Path(__file__).resolve().parent.parent
+BOOKKEEPING = (
+    "config.kubernetes.io/",
+    "internal.config.kubernetes.io/",
+    "config.k8s.io/",
+    "kustomize.config.k8s.io/",
+)
+
+
+def tool(name: str) -> str:
+    """Path of a required binary. A missing tool fails the test: it must never be skipped silently."""
+    override = os.environ.get(f"KRMFN_{name.upper()}")
+    if override and Path(override).exists():
+        return override
+    cached = Path(os.environ.get("KRMFN_CACHE", Path.home() / ".cache/krmfn")) / "bin" / name
+    if cached.exists():
+        return str(cached)
+    found = shutil.which(name)
+    if not found:
+        raise AssertionError(
+            f"{name} is required for the e2e tests but was not found; "
+            "run scripts/test.sh (it builds kustomize) "
+            f"or put {name} on PATH"
+        )
+    return found
+
+
+def env() -> dict[str, str]:
+    """PATH with this interpreter's scripts first, so `exec: krmfn-<name>` finds the code under test."""
+    scripts = str(Path(os.sys.executable).parent)
+    return {**os.environ, "PATH": f"{scripts}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def run(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(args, check=False, cwd=cwd, env=env(), capture_output=True, text=True, timeout=300)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def git_snapshot(repo: Path) -> None:
+    run(["git", "add", "-A"], repo)
+    run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "s"], repo
+    )
+
+
+def git_diff(repo: Path) -> str:
+    text = run(["git", "diff", "--no-color", "--no-ext-diff"], repo).stdout
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("index "))
+
+
+def package_objects(directory: Path) -> list[dict[str, Any]]:
+    """The KRM objects of a package as a consumer sees them: no Kptfile, no local config, no bookkeeping."""
+    found: list[dict[str, Any]] = []
+    for path in sorted(directory.rglob("*.yaml")):
+        if ".expected" in path.parts or path.name == "Kptfile":
+            continue
+        found.extend(
+            d for d in load_all_fast(path.read_text()) if isinstance(d, dict) and not is_local_config(d)
+        )
+    return [strip_bookkeeping(o) for o in found]
+
+
+def strip_bookkeeping(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    notes = meta.get("annotations")
+    if isinstance(notes, dict):
+        kept = {k: v for k, v in notes.items() if not k.startswith(BOOKKEEPING) or k.endswith("depends-on")}
+        if kept:
+            meta["annotations"] = kept
+        else:
+            meta.pop("annotations")
+    return obj
+
+
+def by_identity(objects: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    return {
+        (
+            o["kind"],
+            (o.get("metadata") or {}).get("namespace", ""),
+            (o.get("metadata") or {}).get("name", ""),
+        ): o
+        for o in objects
+    }
+
+
+def kustomization_for(package: Path, workdir: Path) -> Path:
+    """A kustomization that runs the package's Kptfile pipeline as exec functions over its resources."""
+    kptfile = next(load_all_fast((package / "Kptfile").read_text()))
+    target = workdir / "kustomize"
+    shutil.copytree(package, target, ignore=shutil.ignore_patterns(".expected", "Kptfile"))
+    resources = [
+        str(p.relative_to(target))
+        for p in sorted(target.rglob("*.yaml"))
+        if any(not is_local_config(d) for d in load_all_fast(p.read_text()) if isinstance(d, dict))
+    ]
+    kustomization: dict[str, Any] = {"resources": resources}
+    pipeline = kptfile.get("pipeline") or {}
+    for section, field in (("mutators", "transformers"), ("validators", "validators")):
+        entries = []
+        for index, step in enumerate(pipeline.get(section) or []):
+            config = _function_config(step, target)
+            exec_path, *args = str(step["exec"]).split()
+            spec: dict[str, Any] = {"path": exec_path}
+            if args:
+                spec["args"] = args
+            notes = config.setdefault("metadata", {}).setdefault("annotations", {})
+            notes["config.kubernetes.io/function"] = dump_fast({"exec": spec})
+            name = f"fn-{section}-{index}.krmfn.yaml"
+            (target / name).write_text(dump_fast(config))
+            entries.append(name)
+        if entries:
+            kustomization[field] = entries
+    (target / "kustomization.yaml").write_text(dump_fast(kustomization))
+    return target
+
+
+def _function_config(step: dict[str, Any], package: Path) -> dict[str, Any]:
+    if "configPath" in step:
+        config: dict[str, Any] = next(load_all_fast((package / step["configPath"]).read_text()))
+        return config
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "function-input"},
+        "data": dict(step.get("configMap") or {}),
+    }
