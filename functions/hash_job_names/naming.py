@@ -1,0 +1,62 @@
+"""Hash-suffixed Job names: ``<base>-<hash8>``, at most 63 characters, a valid DNS-1123 label."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from krmfn.yamlio import plain
+
+MAX_NAME = 63
+HASH_LENGTH = 8
+MAX_BASE = MAX_NAME - HASH_LENGTH - 1
+# The Job controller appends "-" and a 10-digit schedule time to a CronJob's name to name each Job.
+MAX_CRONJOB_NAME = MAX_NAME - 11
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# Labels the Job controller derives from the name and the uid; they would make the hash depend on itself.
+NAME_DERIVED_LABELS = frozenset(
+    {"job-name", "batch.kubernetes.io/job-name", "controller-uid", "batch.kubernetes.io/controller-uid"}
+)
+
+
+def truncate(base: str) -> str:
+    """The base cut to fit the suffix, without a trailing '-' (a label cannot end with one)."""
+    return base[:MAX_BASE].rstrip("-")
+
+
+def _without_name_labels(spec: dict[str, Any]) -> dict[str, Any]:
+    template = spec.get("template")
+    labels = template.get("metadata", {}).get("labels") if isinstance(template, dict) else None
+    if isinstance(labels, dict):
+        for key in NAME_DERIVED_LABELS & labels.keys():
+            del labels[key]
+    selector = spec.get("selector")
+    match = selector.get("matchLabels") if isinstance(selector, dict) else None
+    if isinstance(match, dict):
+        for key in NAME_DERIVED_LABELS & match.keys():
+            del match[key]
+    return spec
+
+
+def spec_hash(spec: Any) -> str:
+    """First 8 hex characters of sha256 over the spec as sorted-key JSON of built-in types."""
+    canonical = plain(spec) if isinstance(spec, dict) else {"spec": plain(spec)}
+    text = json.dumps(
+        _without_name_labels(canonical), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:HASH_LENGTH]
+
+
+def hashed_name(base: str, digest: str) -> str:
+    return f"{truncate(base)}-{digest}"
+
+
+def derived_from(name: str, base: str) -> bool:
+    """Whether ``name`` is ``base`` or ``base`` with a hash suffix (so ``base`` is still the base)."""
+    if name == base:
+        return True
+    prefix = truncate(base) + "-"
+    suffix = name[len(prefix) :]
+    return name.startswith(prefix) and len(suffix) == HASH_LENGTH and set(suffix) <= set("0123456789abcdef")

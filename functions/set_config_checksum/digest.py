@@ -1,0 +1,57 @@
+"""The checksum of a set of ConfigMaps and Secrets: sha256 over one canonical JSON document.
+
+Objects are sorted by kind, namespace and name, and JSON keys are sorted, so neither the order of the
+references nor the order of keys in ``data`` changes the result. A Secret's ``stringData`` is merged into
+``data`` the way the API server does, so writing the same Secret either way gives the same checksum.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from typing import Any
+
+from krmfn.kobj import Obj, ref_of
+from krmfn.yamlio import plain
+
+PREFIX = "sha256:"
+
+
+def _secret_bytes(value: Any) -> Any:
+    """The decoded bytes of a ``data`` value as canonical base64; the raw value when it is not base64."""
+    if not isinstance(value, str):
+        return value
+    try:
+        decoded = base64.b64decode("".join(value.split()), validate=True)
+    except (binascii.Error, ValueError):
+        return {"undecodable": value}
+    return base64.b64encode(decoded).decode("ascii")
+
+
+def content(obj: Obj) -> dict[str, Any]:
+    """What of a ConfigMap or Secret reaches the pod: its payload and, for a Secret, its type."""
+    ref = ref_of(obj)
+    found: dict[str, Any] = {"kind": ref.kind, "namespace": ref.namespace, "name": ref.name}
+    data, binary, string_data = (plain(obj.get(key)) for key in ("data", "binaryData", "stringData"))
+    if ref.kind != "Secret":
+        found.update(data=data or {}, binaryData=binary or {})
+        return found
+    found["type"] = plain(obj.get("type")) or "Opaque"
+    if isinstance(data or {}, dict) and isinstance(string_data or {}, dict):
+        merged = {str(k): _secret_bytes(v) for k, v in (data or {}).items()}
+        for key, value in (string_data or {}).items():
+            merged[str(key)] = (
+                base64.b64encode(value.encode("utf-8")).decode("ascii") if isinstance(value, str) else value
+            )
+        found["data"] = merged
+    else:  # malformed: the API server rejects it; still hash it deterministically
+        found.update(data=data, stringData=string_data)
+    return found
+
+
+def checksum(objects: list[Obj]) -> str:
+    entries = sorted((content(obj) for obj in objects), key=lambda e: (e["kind"], e["namespace"], e["name"]))
+    text = json.dumps(entries, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return PREFIX + hashlib.sha256(text.encode("utf-8")).hexdigest()
