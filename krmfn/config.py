@@ -56,17 +56,13 @@ def describe_type(tp: Any) -> str:
     if origin in (Union, types.UnionType):
         return " or ".join(describe_type(a) for a in get_args(tp) if a is not type(None))
     if origin is list:
-        return f"a list of {_plural(describe_type(get_args(tp)[0]))}"
+        return f"a list, each {describe_type(get_args(tp)[0])}"
     if origin is dict:
-        return f"a mapping of strings to {_plural(describe_type(get_args(tp)[1]))}"
+        return f"a mapping, each value {describe_type(get_args(tp)[1])}"
     if dataclasses.is_dataclass(tp):
         keys = ", ".join(yaml_key(f.name) for f in dataclasses.fields(tp))
         return f"a mapping with keys {keys}"
     return getattr(tp, "__name__", str(tp))
-
-
-def _plural(text: str) -> str:
-    return text.removeprefix("a ").removeprefix("an ") + ("" if text.endswith("s") else "s")
 
 
 def parse(cls: type[C], data: Any, path: str = "") -> C:

@@ -26,7 +26,8 @@ Mode = Literal["fast", "fidelity"]
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
 _NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
-_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+# go-yaml v3 (kustomize, kpt) strips underscores and parses with Go's base prefixes, 0755 included.
+_INT = re.compile(r"^(?:[-+]?[0-9][0-9_]*|[-+]?0o[0-7_]+|[-+]?0x[0-9a-fA-F_]+|[-+]?0b[01_]+)$")
 _FLOAT = re.compile(
     r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
 )
@@ -63,14 +64,13 @@ class _StrictConstructor(yaml.constructor.SafeConstructor):
         return super().construct_mapping(node, deep=deep)
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-        text = str(self.construct_scalar(node))
-        if text.startswith("0o"):
-            return int(text[2:], 8)
-        if text.startswith("0x"):
-            return int(text[2:], 16)
+        text = str(self.construct_scalar(node)).replace("_", "")
         sign = -1 if text.startswith("-") else 1
         digits = text.lstrip("+-")
-        if len(digits) > 1 and digits.startswith("0"):  # YAML 1.1 octal, as Kubernetes' decoder reads it
+        for prefix, base in (("0o", 8), ("0x", 16), ("0b", 2)):
+            if digits.startswith(prefix):
+                return sign * int(digits[2:], base)
+        if len(digits) > 1 and digits.startswith("0"):  # octal, as Go and Kubernetes read it
             return sign * int(digits, 8) if set(digits) <= set("01234567") else sign * int(digits)
         return sign * int(digits)
 
@@ -89,7 +89,18 @@ class _FastLoader(CParser, _StrictConstructor, _CoreResolver):
         _CoreResolver.__init__(self)
 
 
-class _FastDumper(CEmitter, yaml.representer.SafeRepresenter, yaml.resolver.Resolver):
+class _QuotingResolver(yaml.resolver.Resolver):
+    """YAML 1.1 plus 1.2 core: a string either reader would take for something else gets quoted."""
+
+
+for _tag, _regexp, _first in (
+    ("tag:yaml.org,2002:int", _INT, "-+0123456789"),
+    ("tag:yaml.org,2002:float", _FLOAT, "-+0123456789."),
+):
+    _QuotingResolver.add_implicit_resolver(_tag, _regexp, list(_first))
+
+
+class _FastDumper(CEmitter, yaml.representer.SafeRepresenter, _QuotingResolver):
     def __init__(self, stream: Any, **kwargs: Any) -> None:
         CEmitter.__init__(
             self,
@@ -99,7 +110,7 @@ class _FastDumper(CEmitter, yaml.representer.SafeRepresenter, yaml.resolver.Reso
             explicit_start=kwargs.get("explicit_start"),
         )
         yaml.representer.SafeRepresenter.__init__(self, default_flow_style=False, sort_keys=False)
-        yaml.resolver.Resolver.__init__(self)
+        _QuotingResolver.__init__(self)
 
 
 def _represent_str(dumper: yaml.representer.SafeRepresenter, value: str) -> yaml.ScalarNode:
@@ -227,8 +238,17 @@ def _ruamel() -> Any:
     global _RUAMEL  # noqa: PLW0603  # one configured instance per process; building it costs ~5 ms
     if _RUAMEL is None:
         from ruamel.yaml import YAML
+        from ruamel.yaml.resolver import VersionedResolver
+
+        class NoTimestampResolver(VersionedResolver):
+            """Dates stay strings, as on the fast path (and in Kubernetes, which has no timestamp type)."""
+
+            def add_version_implicit_resolver(self, version: Any, tag: Any, regexp: Any, first: Any) -> None:
+                if tag != "tag:yaml.org,2002:timestamp":
+                    super().add_version_implicit_resolver(version, tag, regexp, first)
 
         rt = YAML(typ="rt")
+        rt.Resolver = NoTimestampResolver
         rt.preserve_quotes = True
         rt.width = 1 << 30  # never fold long strings: folding is churn in a kpt diff
         rt.indent(mapping=2, sequence=2, offset=0)

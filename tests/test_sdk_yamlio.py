@@ -1,0 +1,119 @@
+"""The two YAML paths: scalar typing, safety checks and fidelity."""
+
+from __future__ import annotations
+
+import pytest
+
+from krmfn.errors import DuplicateKeyError, LimitExceededError, YAMLSyntaxError
+from krmfn.limits import Limits
+from krmfn.yamlio import dump, dump_fast, load, plain
+
+MODES = ["fast", "fidelity"]
+BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
+    f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("v: yes", "yes"),
+        ("v: on", "on"),
+        ("v: 2024-01-01", "2024-01-01"),
+        ("v: 1_000", 1000),
+        ("v: true", True),
+        ("v: ~", None),
+        ("v: 42", 42),
+        ("v: 0x1f", 31),
+        ("v: 1.5", 1.5),
+    ],
+    ids=[
+        "yes-stays-string",
+        "on-stays-string",
+        "date-stays-string",
+        "underscore-int-as-go-yaml-reads-it",
+        "true-is-bool",
+        "tilde-is-null",
+        "decimal-int",
+        "hex-int",
+        "float",
+    ],
+)
+def test_scalars_follow_yaml_1_2_core_schema(mode: str, text: str, expected: object) -> None:
+    assert plain(load(text, mode, Limits()))["v"] == expected  # type: ignore[arg-type]
+
+
+def test_leading_zero_int_is_octal_as_kubernetes_reads_it() -> None:
+    assert load("defaultMode: 0644", "fast", Limits())["defaultMode"] == 0o644
+
+
+@pytest.mark.parametrize("value", ["yes", "on", "2024-01-01", "0755", "true", "null", "1e3", "1_000", "0o17"])
+def test_fast_dump_quotes_strings_a_yaml_1_1_reader_would_misread(value: str) -> None:
+    text = dump_fast({"v": value})
+    assert text.strip() in (f"v: '{value}'", f'v: "{value}"')
+
+
+def test_multiline_strings_dump_as_literal_blocks() -> None:
+    assert dump_fast({"script": "set -e\nmigrate up\n"}) == "script: |\n  set -e\n  migrate up\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_duplicate_keys_are_errors_with_a_line_number(mode: str) -> None:
+    with pytest.raises(DuplicateKeyError, match="line 3"):
+        load("a: 1\nb: 2\na: 3\n", mode, Limits())
+
+
+def test_merge_keys_are_not_duplicates() -> None:
+    doc = load("base: &b {x: 1, y: 2}\nderived:\n  <<: *b\n  y: 3\n", "fast", Limits())
+    assert doc["derived"] == {"x": 1, "y": 3}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_billion_laughs_is_refused_quickly(mode: str) -> None:
+    with pytest.raises(LimitExceededError, match="KRMFN_MAX_NODES"):
+        load(BOMB, mode, Limits(max_nodes=1_000_000))
+
+
+def test_recursive_alias_is_refused() -> None:
+    with pytest.raises(LimitExceededError, match="recursive"):
+        load("a: &a [*a]", "fast", Limits())
+
+
+def test_recursive_alias_on_the_fidelity_path_stays_finite() -> None:
+    assert plain(load("a: &a [*a]", "fidelity", Limits())) == {"a": [None]}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_depth_limit(mode: str) -> None:
+    deep = "v: " + "[" * 30 + "]" * 30
+    with pytest.raises(LimitExceededError, match="KRMFN_MAX_DEPTH"):
+        load(deep, mode, Limits(max_depth=20))
+    assert load(deep, mode, Limits(max_depth=40))
+
+
+def test_size_limit() -> None:
+    with pytest.raises(LimitExceededError, match="KRMFN_MAX_INPUT_BYTES"):
+        load("a: " + "x" * 100, "fast", Limits(max_bytes=50))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("text", ["a: [", "a: b: c", "- a\nb: c", "a: 'unterminated"])
+def test_malformed_yaml_is_a_syntax_error_with_position(mode: str, text: str) -> None:
+    with pytest.raises(YAMLSyntaxError, match=r"line \d+"):
+        load(text, mode, Limits())
+
+
+def test_fidelity_path_keeps_comments_quotes_and_flow_style() -> None:
+    text = "a: 'single' # note\nb: \"double\"\nc: [1, 2]\nd:\n- x\n"
+    doc = load(text, "fidelity", Limits())
+    doc["e"] = "new"
+    assert dump(doc, "fidelity") == text + "e: new\n"
+
+
+def test_limits_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KRMFN_MAX_ITEMS", "7")
+    assert Limits.from_env().max_items == 7
+    monkeypatch.setenv("KRMFN_MAX_ITEMS", "lots")
+    with pytest.raises(LimitExceededError, match="KRMFN_MAX_ITEMS"):
+        Limits.from_env()
