@@ -1,0 +1,1 @@
+"""The real Kubernetes control plane krmfn's runner is tested against (see README.md)."""

@@ -1,0 +1,484 @@
+"""A real Kubernetes control plane for krmfn's tests, built from source and run on 127.0.0.1.
+
+etcd, kube-apiserver, kube-controller-manager and kube-scheduler are the real thing; kwok plays the
+kubelet of one fake Node, following the stages in stages.yaml. Nothing here is mocked: Jobs, Deployments,
+CRDs, RBAC, admission and garbage collection all run the upstream code.
+
+    with Cluster(Path("/tmp/c")) as c:
+        c.client().create(...)
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+from lightkube import ApiError, Client, KubeConfig
+from lightkube.models.authentication_v1 import TokenRequestSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Node, ServiceAccount
+
+HERE = Path(__file__).resolve().parent
+BUILD_SH = HERE / "build.sh"
+STAGES = HERE / "stages.yaml"
+NODE_NAME = "kwok-node-0"
+# kwok manages only nodes carrying this annotation, so the cluster could hold other nodes too.
+KWOK_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+POLL = 0.05
+SERVICE_CIDR = "10.96.0.0/16"
+
+
+class ClusterError(RuntimeError):
+    """The control plane could not be built, started or reached."""
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("KRMFN_CACHE") or Path.home() / ".cache" / "krmfn")
+
+
+def build() -> Path:
+    """Runs build.sh (a no-op when everything is cached) and returns the directory of the binaries."""
+    if shutil.which("go") is None and not (cache_dir() / "bin" / "kube-apiserver").exists():
+        raise ClusterError("Go is not installed and the control plane was never built: install Go >= 1.25")
+    proc = subprocess.run(["bash", str(BUILD_SH)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise ClusterError(f"{BUILD_SH} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def wait_until(what: str, check: Callable[[], bool], timeout: float, interval: float = POLL) -> None:
+    """Polls check() until it returns True; raises ClusterError after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+_prctl = ctypes.CDLL(None).prctl  # looked up here, not in the forked child
+
+
+def _die_with_parent() -> None:
+    # PR_SET_PDEATHSIG: a killed pytest must not leave an apiserver behind.
+    _prctl(1, signal.SIGTERM)
+
+
+_OPENSSL_CNF = """\
+[req]
+distinguished_name = dn
+prompt = no
+[dn]
+[ca]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign
+[server]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = serverAuth
+subjectAltName = IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,\
+DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
+[client]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = clientAuth
+"""
+
+# name -> (subject, extensions section). Components get their own identities so RBAC treats them as in
+# a kubeadm cluster; kwok acts as cluster admin like kwokctl's does.
+_CERTS = {
+    "apiserver": ("/CN=kube-apiserver", "server"),
+    "admin": ("/O=system:masters/CN=krmfn-admin", "client"),
+    "controller-manager": ("/O=system:masters/CN=system:kube-controller-manager", "client"),
+    "scheduler": ("/CN=system:kube-scheduler", "client"),
+    "kwok": ("/O=system:masters/CN=kwok", "client"),
+}
+
+
+def make_pki(pki: Path) -> None:
+    """Writes a throw-away CA, serving and client certificates and the service-account key pair (EC P-256:
+    generating these takes milliseconds, RSA would take a noticeable part of the start time)."""
+    pki.mkdir(parents=True, exist_ok=True)
+    cnf = pki / "openssl.cnf"
+    cnf.write_text(_OPENSSL_CNF)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-noenc", "-days", "3650"]
+    base = ["openssl", "req", "-x509", "-config", str(cnf), *ec]
+
+    def run_all(cmds: list[list[str]]) -> None:
+        procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for c in cmds]
+        for c, p in zip(cmds, procs, strict=True):
+            _, err = p.communicate()
+            if p.returncode:
+                raise ClusterError(f"{' '.join(c)} failed: {err.decode()}")
+
+    run_all(
+        [
+            [
+                *base,
+                "-extensions",
+                "ca",
+                "-subj",
+                "/CN=krmfn-test-ca",
+                "-keyout",
+                str(pki / "ca.key"),
+                "-out",
+                str(pki / "ca.crt"),
+            ],
+            [
+                "openssl",
+                "genpkey",
+                "-algorithm",
+                "EC",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-out",
+                str(pki / "sa.key"),
+            ],
+        ]
+    )
+    run_all(
+        [
+            *(
+                [
+                    *base,
+                    "-CA",
+                    str(pki / "ca.crt"),
+                    "-CAkey",
+                    str(pki / "ca.key"),
+                    "-extensions",
+                    ext,
+                    "-subj",
+                    subj,
+                    "-keyout",
+                    str(pki / f"{name}.key"),
+                    "-out",
+                    str(pki / f"{name}.crt"),
+                ]
+                for name, (subj, ext) in _CERTS.items()
+            ),
+            ["openssl", "pkey", "-in", str(pki / "sa.key"), "-pubout", "-out", str(pki / "sa.pub")],
+        ]
+    )
+
+
+def write_kubeconfig(path: Path, server: str, ca: Path, user: dict[str, str]) -> Path:
+    """Writes a self-contained kubeconfig (certificates embedded) for one user entry."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "krmfn",
+                "cluster": {
+                    "server": server,
+                    "certificate-authority-data": base64.b64encode(ca.read_bytes()).decode(),
+                },
+            }
+        ],
+        "users": [{"name": "krmfn", "user": user}],
+        "contexts": [{"name": "krmfn", "context": {"cluster": "krmfn", "user": "krmfn"}}],
+        "current-context": "krmfn",
+    }
+    path.write_text(json.dumps(config, indent=2))  # JSON is YAML; every kubeconfig reader accepts it.
+    path.chmod(0o600)
+    return path
+
+
+def _cert_user(pki: Path, name: str) -> dict[str, str]:
+    return {
+        "client-certificate-data": base64.b64encode((pki / f"{name}.crt").read_bytes()).decode(),
+        "client-key-data": base64.b64encode((pki / f"{name}.key").read_bytes()).decode(),
+    }
+
+
+class Cluster:
+    """One control plane with its state in workdir: pki/, etcd/, *.kubeconfig, and logs in log_dir."""
+
+    def __init__(self, workdir: Path, *, log_dir: Path | None = None, die_with_parent: bool = True) -> None:
+        self.workdir = workdir
+        self.log_dir = log_dir or workdir / "logs"
+        self.kubeconfig = workdir / "kubeconfig"
+        self.die_with_parent = die_with_parent
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.timings: dict[str, float] = {}  # seconds since up() started, per milestone
+        self.server = ""
+        self._logs: list[IO[bytes]] = []
+
+    # --- lifecycle ----------------------------------------------------------------------------------------
+
+    def up(self, timeout: float = 90) -> None:
+        """Builds if needed, starts all components and returns once a Pod could be scheduled and run."""
+        t0 = time.monotonic()
+
+        def mark(milestone: str) -> None:
+            self.timings[milestone] = round(time.monotonic() - t0, 3)
+
+        try:
+            bin_dir = build()
+            mark("build")
+            self._up(bin_dir, mark, deadline=t0 + timeout)
+        except BaseException as e:
+            self.down()
+            if isinstance(e, ClusterError):
+                raise ClusterError(f"{e}\ncomponent logs: {self.log_dir}") from e
+            raise
+
+    def _up(self, bin_dir: Path, mark: Callable[[str], None], deadline: float) -> None:
+        pki = self.workdir / "pki"
+        make_pki(pki)
+        mark("pki")
+        etcd_port, peer_port, api_port = _free_port(), _free_port(), _free_port()
+        self.server = f"https://127.0.0.1:{api_port}"
+        write_kubeconfig(self.kubeconfig, self.server, pki / "ca.crt", _cert_user(pki, "admin"))
+        for name in ("controller-manager", "scheduler", "kwok"):
+            write_kubeconfig(
+                self.workdir / f"{name}.kubeconfig", self.server, pki / "ca.crt", _cert_user(pki, name)
+            )
+
+        etcd_url, peer_url = f"http://127.0.0.1:{etcd_port}", f"http://127.0.0.1:{peer_port}"
+        self._start(
+            "etcd",
+            bin_dir / "etcd",
+            [
+                "--name=krmfn",
+                f"--data-dir={self.workdir / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=krmfn={peer_url}",
+                "--unsafe-no-fsync=true",  # test data is disposable; fsync dominates write latency otherwise
+                "--log-level=warn",
+            ],
+        )
+        # The apiserver retries etcd until it answers, so both start together.
+        self._start(
+            "kube-apiserver",
+            bin_dir / "kube-apiserver",
+            [
+                f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={api_port}",
+                f"--cert-dir={pki}",
+                f"--tls-cert-file={pki / 'apiserver.crt'}",
+                f"--tls-private-key-file={pki / 'apiserver.key'}",
+                f"--client-ca-file={pki / 'ca.crt'}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={pki / 'sa.pub'}",
+                f"--service-account-signing-key-file={pki / 'sa.key'}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--authorization-mode=Node,RBAC",  # real 403s for RBAC tests
+                "--profiling=false",
+            ],
+        )
+        wait_until("kube-apiserver /readyz", self._apiserver_ready, deadline - time.monotonic())
+        mark("apiserver-ready")
+
+        # Controllers start only now: they (kwok in particular) back off by whole seconds when the
+        # apiserver is not there yet, which would cost more than waiting.
+        self._start(
+            "kube-controller-manager",
+            bin_dir / "kube-controller-manager",
+            [
+                f"--kubeconfig={self.workdir / 'controller-manager.kubeconfig'}",
+                "--controllers=*",
+                "--use-service-account-credentials=false",  # each controller under its own RBAC identity
+                f"--service-account-private-key-file={pki / 'sa.key'}",
+                f"--root-ca-file={pki / 'ca.crt'}",
+                f"--cluster-signing-cert-file={pki / 'ca.crt'}",
+                f"--cluster-signing-key-file={pki / 'ca.key'}",
+                "--leader-elect=false",  # one instance; acquiring the lease would only add seconds
+                "--secure-port=0",  # no metrics/healthz endpoint: nothing reads it, and no port to collide
+                "--profiling=false",
+            ],
+        )
+        self._start(
+            "kube-scheduler",
+            bin_dir / "kube-scheduler",
+            [
+                f"--kubeconfig={self.workdir / 'scheduler.kubeconfig'}",
+                "--leader-elect=false",
+                "--secure-port=0",
+                "--profiling=false",
+            ],
+        )
+        self._start(
+            "kwok",
+            bin_dir / "kwok",
+            [
+                f"--kubeconfig={self.workdir / 'kwok.kubeconfig'}",
+                f"--config={STAGES}",
+                "--manage-all-nodes=false",
+                f"--manage-nodes-with-annotation-selector={'='.join(KWOK_ANNOTATION)}",
+                "--cidr=10.244.0.0/16",
+                "--node-ip=10.0.0.1",
+                "--node-lease-duration-seconds=40",
+            ],
+        )
+
+        client = self.client()
+        client.create(
+            Node(
+                metadata=ObjectMeta(
+                    name=NODE_NAME,
+                    annotations=dict([KWOK_ANNOTATION]),
+                    labels={
+                        "kubernetes.io/hostname": NODE_NAME,
+                        "kubernetes.io/os": "linux",
+                        "kubernetes.io/arch": "amd64",
+                        "type": "kwok",
+                    },
+                )
+            )
+        )
+        wait_until(
+            f"node {NODE_NAME} Ready and untainted",
+            lambda: self._node_schedulable(client),
+            deadline - time.monotonic(),
+        )
+        mark("node-ready")
+        # ServiceAccount admission rejects pods until the controller-manager has created the namespace's
+        # default ServiceAccount; waiting here means the controller-manager's controllers are running.
+        wait_until(
+            "default ServiceAccount",
+            lambda: self._has_default_sa(client, "default"),
+            deadline - time.monotonic(),
+        )
+        mark("ready")
+
+    def down(self, timeout: float = 10) -> None:
+        """Stops all components (SIGTERM, then SIGKILL after timeout). Logs stay in log_dir."""
+        # Clients first, etcd last: an apiserver that loses etcd spends its whole grace period retrying.
+        waves = [[n for n in self.procs if n not in ("kube-apiserver", "etcd")], ["kube-apiserver"], ["etcd"]]
+        for wave in waves:
+            procs = [self.procs[n] for n in wave if n in self.procs]
+            for proc in procs:
+                proc.terminate()
+            deadline = time.monotonic() + timeout
+            for proc in procs:
+                try:
+                    proc.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        self.procs.clear()
+        for f in self._logs:
+            f.close()
+        self._logs.clear()
+
+    def __enter__(self) -> Cluster:
+        self.up()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+
+    # --- access -------------------------------------------------------------------------------------------
+
+    def client(self, namespace: str | None = None, field_manager: str = "krmfn-tests") -> Client:
+        """A lightkube Client for the cluster admin (system:masters)."""
+        return Client(
+            KubeConfig.from_file(self.kubeconfig),
+            namespace=namespace,
+            field_manager=field_manager,
+            trust_env=False,
+        )
+
+    def service_account_kubeconfig(self, namespace: str, name: str, path: Path) -> Path:
+        """Creates the ServiceAccount if missing and writes a kubeconfig that authenticates as it
+        (bound token, 1h) -- for tests of what the runner does with limited RBAC."""
+        client = self.client()
+        with contextlib.suppress(ApiError):
+            client.create(ServiceAccount(metadata=ObjectMeta(name=name, namespace=namespace)))
+        request = ServiceAccount.Token(
+            metadata=ObjectMeta(name=name, namespace=namespace),
+            spec=TokenRequestSpec(audiences=[], expirationSeconds=3600),
+        )
+        token = client.create(request, name=name, namespace=namespace).to_dict()["status"]["token"]
+        return write_kubeconfig(path, self.server, self.workdir / "pki" / "ca.crt", {"token": token})
+
+    def pids(self) -> dict[str, int]:
+        return {name: p.pid for name, p in self.procs.items()}
+
+    def peak_rss_kib(self) -> dict[str, int]:
+        """Peak resident set size (VmHWM) of each running component, in KiB."""
+        out = {}
+        for name, pid in self.pids().items():
+            status = Path(f"/proc/{pid}/status").read_text()
+            out[name] = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM"))
+        return out
+
+    # --- internals ----------------------------------------------------------------------------------------
+
+    def _start(self, name: str, binary: Path, args: list[str]) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log = (self.log_dir / f"{name}.log").open("ab")
+        self._logs.append(log)
+        self.procs[name] = subprocess.Popen(
+            [str(binary), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.workdir,
+            start_new_session=True,  # Ctrl-C in a terminal must not hit the components
+            # Safe enough here: the tests do not start threads that could hold locks across the fork.
+            preexec_fn=_die_with_parent if self.die_with_parent else None,  # noqa: PLW1509
+        )
+
+    def _check_alive(self) -> None:
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                tail = (self.log_dir / f"{name}.log").read_text(errors="replace")[-3000:]
+                raise ClusterError(f"{name} exited with {proc.returncode}:\n{tail}")
+
+    def _apiserver_ready(self) -> bool:
+        self._check_alive()
+        ctx = ssl.create_default_context(cafile=self.workdir / "pki" / "ca.crt")
+        ctx.load_cert_chain(self.workdir / "pki" / "admin.crt", self.workdir / "pki" / "admin.key")
+        conn = http.client.HTTPSConnection(self.server.removeprefix("https://"), context=ctx, timeout=2)
+        try:
+            conn.request("GET", "/readyz")
+            return conn.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            conn.close()
+
+    def _node_schedulable(self, client: Client) -> bool:
+        self._check_alive()
+        node = client.get(Node, NODE_NAME).to_dict()
+        conditions = node.get("status", {}).get("conditions", [])
+        ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+        # The node lifecycle controller lifts the not-ready taint once it sees Ready; until then nothing
+        # schedules.
+        return ready and not node["spec"].get("taints")
+
+    def _has_default_sa(self, client: Client, namespace: str) -> bool:
+        self._check_alive()
+        try:
+            client.get(ServiceAccount, "default", namespace=namespace)
+        except ApiError as e:
+            if e.status.code == 404:
+                return False
+            raise
+        return True
