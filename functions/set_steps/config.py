@@ -1,0 +1,104 @@
+"""The SetSteps functionConfig: plain data, checked as a whole by ``validate``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from krmfn import Selector
+from krmfn.duration import format_duration, parse_duration
+from krmfn.errors import ConfigError
+
+MAX_STEPS = 20  # as in Flux Operator's ResourceSet .spec.steps
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+Emit = Literal["depends-on", "argocd"]
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str = field(metadata={"help": "DNS label, unique among the steps", "example": "pre-deploy"})
+    timeout: str = field(
+        default="5m",
+        metadata={"help": "how long the runner waits for the step (Go duration)", "example": "10m"},
+    )
+    selectors: list[Selector] = field(
+        default_factory=list, metadata={"help": "resources in this step (any selector matches)"}
+    )
+
+    def validate(self, path: str) -> None:
+        if len(self.name) > 63 or not _DNS_LABEL.match(self.name):
+            raise ConfigError(
+                f"step name {self.name!r} is not a DNS-1123 label (lowercase letters, digits and '-', "
+                "starting and ending with a letter or digit, at most 63 characters)",
+                f"{path}.name",
+            )
+        timeout_ns(self.timeout, f"{path}.timeout")
+
+
+@dataclass(frozen=True)
+class SetStepsConfig:
+    steps: list[Step] = field(metadata={"help": "the ordered steps, at most 20"})
+    default_step: str = field(
+        default="",
+        metadata={
+            "help": "step for resources no selector matches; empty: such a resource is an error",
+            "example": "deploy",
+        },
+    )
+    wait: bool = field(
+        default=True,
+        metadata={"help": "health-check the final step too (krmfn.dev/wait on its resources)"},
+    )
+    emit: list[Emit] = field(
+        default_factory=list,
+        metadata={
+            "help": "also write config.kubernetes.io/depends-on (kpt live) and/or "
+            "argocd.argoproj.io/sync-wave (Argo CD)",
+            "example": "[depends-on, argocd]",
+        },
+    )
+    cluster_scoped_kinds: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "extra cluster-scoped kinds for depends-on references, as Kind or group/Kind",
+            "example": "[cert-manager.io/ClusterIssuer]",
+        },
+    )
+
+    def validate(self, path: str) -> None:
+        prefix = f"{path}." if path else ""
+        if not self.steps:
+            raise ConfigError("at least one step is required", f"{prefix}steps")
+        if len(self.steps) > MAX_STEPS:
+            raise ConfigError(f"{len(self.steps)} steps is over the limit of {MAX_STEPS}", f"{prefix}steps")
+        seen: dict[str, int] = {}
+        for index, step in enumerate(self.steps):
+            if step.name in seen:
+                raise ConfigError(
+                    f"duplicate step name {step.name!r} (also steps[{seen[step.name]}])",
+                    f"{prefix}steps[{index}].name",
+                )
+            seen[step.name] = index
+        if self.default_step and self.default_step not in seen:
+            raise ConfigError(
+                f"unknown step {self.default_step!r}; steps: {', '.join(seen)}", f"{prefix}defaultStep"
+            )
+        if len(set(self.emit)) != len(self.emit):
+            raise ConfigError("each value may appear once", f"{prefix}emit")
+
+
+def timeout_ns(text: str, where: str) -> int:
+    try:
+        nanos = parse_duration(text)
+    except ValueError as err:
+        raise ConfigError(f"{err}; expected a Go duration such as 5m, 1h30m or 90s", where) from None
+    if nanos <= 0:
+        raise ConfigError(f"timeout must be positive, got {text!r}", where)
+    return nanos
+
+
+def normalized_timeout(text: str) -> str:
+    """The Go ``Duration.String()`` form, so equal timeouts are written identically (5m -> 5m0s)."""
+    return format_duration(parse_duration(text))

@@ -1,0 +1,42 @@
+"""Per-resource switches read by the runner (and by Flux Operator): validated here, never rewritten."""
+
+from __future__ import annotations
+
+from krmfn.kobj import Obj, annotations_of
+from krmfn.results import Results
+
+VALUES = ("enabled", "disabled")
+# Each krmfn switch and the Flux Operator name that means the same thing.
+SWITCHES = (
+    ("krmfn.dev/force", "fluxcd.controlplane.io/force"),
+    ("krmfn.dev/recreate-on-failure", "fluxcd.controlplane.io/recreateOnFailure"),
+)
+_RECREATE = SWITCHES[1]
+
+
+def check(obj: Obj, results: Results) -> None:
+    notes = annotations_of(obj)
+    for names in SWITCHES:
+        given = {name: notes[name] for name in names if name in notes}
+        for name, value in given.items():
+            if value not in VALUES:
+                results.error(
+                    f"annotation {name} must be 'enabled' or 'disabled', got {value!r}",
+                    obj,
+                    field=f"metadata.annotations.{name}",
+                    current_value=value,
+                )
+        if len(given) == 2 and len(set(given.values())) == 2:
+            first, second = names
+            results.error(
+                f"annotations {first} ({given[first]}) and {second} ({given[second]}) disagree; "
+                "keep one of them",
+                obj,
+                field=f"metadata.annotations.{first}",
+            )
+        if names == _RECREATE and given and obj.get("kind") != "Job":
+            results.warning(
+                f"annotation {next(iter(given))} only affects Jobs; it has no effect on a {obj.get('kind')}",
+                obj,
+                field=f"metadata.annotations.{next(iter(given))}",
+            )
