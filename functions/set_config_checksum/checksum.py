@@ -25,11 +25,11 @@ CHECKSUM = "krmfn.dev/config-checksum"
 Key = tuple[str, str, str]
 
 
-def index_config(items: Iterable[Obj]) -> dict[Key, Obj]:
+def index_config(items: Iterable[Obj], local: bool = False) -> dict[Key, Obj]:
     """ConfigMaps and Secrets by (kind, namespace, name); local config is never deployed, so never found."""
     found: dict[Key, Obj] = {}
     for obj in items:
-        if obj.get("kind") in KINDS and obj.get("apiVersion") == "v1" and not is_local_config(obj):
+        if obj.get("kind") in KINDS and obj.get("apiVersion") == "v1" and is_local_config(obj) == local:
             ref = ref_of(obj)
             found.setdefault((ref.kind, ref.namespace, ref.name), obj)
     return found
@@ -65,6 +65,7 @@ class Run:
         self.rl = rl
         self.config = config
         self.index = index_config(rl.items)
+        self.local = index_config(rl.items, local=True)
         self.extra = [TemplatePath(p.kind, p.path, p.api_version) for p in config.pod_template_paths]
         self.annotated = 0
         self.removed = 0
@@ -96,18 +97,31 @@ class Run:
             return target
         self.missing += 1
         message = f"{ref} is not in the ResourceList, so its content is not part of the checksum"
+        if ref.optional:
+            message += " (optional reference)"
+        elif self.config.strict:
+            message += " (strict: true)"
+        else:
+            message += " (it may exist in the cluster)"
+        message += self.hint(ref)
+        if ref.optional:
+            self.rl.results.info(message, obj, field=ref.field)
+        elif self.config.strict:
+            self.rl.results.error(message, obj, field=ref.field)
+        else:
+            self.rl.results.warning(message, obj, field=ref.field)
+        return None
+
+    def hint(self, ref: ConfigRef) -> str:
+        """Near misses: the same name in another namespace, or in local config (which is never deployed)."""
         elsewhere = sorted(
-            ns or "(no namespace)" for kind, ns, name in self.index if (kind, name) == (ref.kind, ref.name)
+            ns or "(none)" for kind, ns, name in self.index if (kind, name) == (ref.kind, ref.name)
         )
         if elsewhere:
-            message += f"; a {ref.kind} of that name is in namespace(s) {', '.join(elsewhere)}"
-        if ref.optional:
-            self.rl.results.info(message + " (optional reference)", obj, field=ref.field)
-        elif self.config.strict:
-            self.rl.results.error(message + " (strict: true)", obj, field=ref.field)
-        else:
-            self.rl.results.warning(message + " (it may exist in the cluster)", obj, field=ref.field)
-        return None
+            return f"; a {ref.kind} of that name is in namespace(s) {', '.join(elsewhere)}"
+        if ref.key in self.local:
+            return f"; a {ref.kind} of that name is local config, which is not deployed"
+        return ""
 
     def summary(self) -> str:
         text = (

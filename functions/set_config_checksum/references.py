@@ -124,10 +124,10 @@ def annotation_refs(annotations: dict[str, Any], namespace: str, prefix: str) ->
 
 
 def merge(refs: list[ConfigRef]) -> list[ConfigRef]:
-    """One reference per object: optional only when every mention is; the first required mention's field."""
+    """One reference per object, in document order: optional only when every mention is."""
     merged: dict[tuple[str, str, str], ConfigRef] = {}
     for ref in refs:
         seen = merged.get(ref.key)
         if seen is None or (seen.optional and not ref.optional):
             merged[ref.key] = ref
-    return sorted(merged.values(), key=lambda r: r.key)
+    return list(merged.values())
