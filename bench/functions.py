@@ -1,0 +1,256 @@
+"""Function-side benchmarks; prints Markdown tables (medians of repeated runs, ratios from the same run).
+
+    python bench/functions.py            # full: 300, 3,000 and 10,000 resources
+    python bench/functions.py --quick    # smoke: tiny sizes, one repeat (the test suite runs this)
+
+Sections: cold start vs ``python -c pass``; each function alone on a ResourceList (fast and fidelity
+paths: items/s, peak RSS); kustomize build with the combined function vs its built-in ``images:`` vs the
+six functions as separate exec functions; ``krmfn render`` vs ``kpt fn render`` on the staged-deploy example.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gen
+
+from krmfn.yamlio import dump_fast
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+API = "fn.krmfn.dev/v1alpha1"
+CONFIGS: dict[str, dict[str, Any]] = {
+    "render-inputs": {"kind": "RenderInputs", "inputs": {"tag": "1.2.3"}},
+    "set-image": {
+        "kind": "SetImage",
+        "images": [
+            {"name": "nginx", "newTag": "1.27.0"},
+            {"name": "ghcr.io/acme/app", "newName": "ghcr.io/acme/app2"},
+        ],
+    },
+    "set-config-checksum": {"kind": "SetConfigChecksum"},
+    "hash-job-names": {"kind": "HashJobNames"},
+    "set-steps": {
+        "kind": "SetSteps",
+        "defaultStep": "deploy",
+        "steps": [
+            {"name": "migrate", "timeout": "5m", "selectors": [{"kind": "Job"}]},
+            {"name": "deploy", "timeout": "10m"},
+        ],
+    },
+    "validate-jobs": {"kind": "ValidateJobs"},
+}
+RENDER_KEYS = {
+    "render-inputs": "renderInputs",
+    "set-image": "setImage",
+    "set-config-checksum": "setConfigChecksum",
+    "hash-job-names": "hashJobNames",
+    "set-steps": "setSteps",
+    "validate-jobs": "validateJobs",
+}
+
+
+def function_config(name: str) -> dict[str, Any]:
+    return {"apiVersion": API, "metadata": {"name": "bench"}, **CONFIGS[name]}
+
+
+def render_config() -> dict[str, Any]:
+    body = {RENDER_KEYS[n]: {k: v for k, v in c.items() if k != "kind"} for n, c in CONFIGS.items()}
+    return {"apiVersion": API, "kind": "Render", "metadata": {"name": "bench"}, **body}
+
+
+def timed(
+    args: list[str], stdin: bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[float, int, int]:
+    """Wall seconds, peak RSS in KiB and exit code of one child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd, env=env
+    )
+    assert proc.stdin is not None and proc.stderr is not None
+    if stdin:
+        proc.stdin.write(stdin)
+    proc.stdin.close()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(args)} failed ({proc.returncode}): {err.decode()[-2000:]}")
+    return elapsed, usage.ru_maxrss, proc.returncode
+
+
+def median_of(repeats: int, run: Callable[[], tuple[float, int, int]]) -> tuple[float, int]:
+    runs = [run() for _ in range(repeats)]
+    return statistics.median(r[0] for r in runs), max(r[1] for r in runs)
+
+
+def table(title: str, header: list[str], rows: list[list[str]]) -> None:
+    print(f"\n### {title}\n")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join(" --- " for _ in header) + "|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    sys.stdout.flush()
+
+
+def cold_start(repeats: int) -> None:
+    base, _ = median_of(repeats, lambda: timed([sys.executable, "-c", "pass"]))
+    rows = [["`python -c pass`", f"{base * 1000:.1f}", "-", "1.00"]]
+    for name in CONFIGS:
+        data = gen.resource_list(10, function_config(name)).encode()
+        seconds, _ = median_of(
+            repeats, lambda name=name, data=data: timed([str(BIN / f"krmfn-{name}")], data)
+        )
+        rows.append(
+            [
+                f"`krmfn-{name}`",
+                f"{seconds * 1000:.1f}",
+                f"{(seconds - base) * 1000:.1f}",
+                f"{seconds / base:.2f}",
+            ]
+        )
+    table("Cold start on a 10-item ResourceList (median ms)", ["command", "ms", "over python", "ratio"], rows)
+
+
+def throughput(sizes: list[int], repeats: int) -> None:
+    rows = []
+    for name in CONFIGS:
+        for size in sizes:
+            for mode in ("fast", "fidelity"):
+                data = gen.resource_list(size, function_config(name)).encode()
+                seconds, rss = median_of(
+                    repeats,
+                    lambda name=name, data=data, mode=mode: timed(
+                        [str(BIN / f"krmfn-{name}"), "--yaml", mode], data
+                    ),
+                )
+                rows.append(
+                    [name, f"{size:,}", mode, f"{seconds:.3f}", f"{size / seconds:,.0f}", f"{rss / 1024:.0f}"]
+                )
+    table(
+        "Each function alone (median of runs, end to end incl. start-up)",
+        ["function", "items", "path", "seconds", "items/s", "peak RSS MB"],
+        rows,
+    )
+
+
+def kustomize_dirs(workdir: Path, size: int) -> dict[str, Path]:
+    gen.write_tree(workdir / "base", size)
+    variants: dict[str, Path] = {}
+
+    def variant(label: str, extra: dict[str, Any], files: dict[str, dict[str, Any]]) -> None:
+        target = workdir / label
+        target.mkdir()
+        shutil.copy(workdir / "base" / "all.yaml", target / "all.yaml")
+        for file_name, body in files.items():
+            (target / file_name).write_text(dump_fast(body))
+        (target / "kustomization.yaml").write_text(dump_fast({"resources": ["all.yaml"], **extra}))
+        variants[label] = target
+
+    def exec_config(body: dict[str, Any], script: str) -> dict[str, Any]:
+        body["metadata"]["annotations"] = {
+            "config.kubernetes.io/function": dump_fast({"exec": {"path": script}})
+        }
+        return body
+
+    variant(
+        "kustomize images: only",
+        {
+            "images": [
+                {"name": "nginx", "newTag": "1.27.0"},
+                {"name": "ghcr.io/acme/app", "newName": "ghcr.io/acme/app2"},
+            ]
+        },
+        {},
+    )
+    variant(
+        "krmfn-render (all six, one exec)",
+        {"transformers": ["render.yaml"]},
+        {"render.yaml": exec_config(render_config(), str(BIN / "krmfn-render"))},
+    )
+    files = {f"{n}.yaml": exec_config(function_config(n), str(BIN / f"krmfn-{n}")) for n in CONFIGS}
+    variant("six separate exec functions", {"transformers": list(files)}, files)
+    return variants
+
+
+def kustomize(sizes: list[int], repeats: int, binary: str) -> None:
+    rows = []
+    for size in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            variants = kustomize_dirs(Path(tmp), size)
+            measured = {
+                label: median_of(
+                    repeats,
+                    lambda d=d: timed([binary, "build", "--enable-alpha-plugins", "--enable-exec", str(d)]),
+                )
+                for label, d in variants.items()
+            }
+        base = measured["kustomize images: only"][0]
+        for label, (seconds, rss) in measured.items():
+            rows.append([f"{size:,}", label, f"{seconds:.3f}", f"{seconds / base:.2f}", f"{rss / 1024:.0f}"])
+    table(
+        "kustomize build (median seconds; ratio to kustomize's own images: build)",
+        ["resources", "variant", "seconds", "ratio", "peak RSS MB (kustomize)"],
+        rows,
+    )
+
+
+def render_vs_kpt(repeats: int, kpt: str | None) -> None:
+    example = ROOT / "examples" / "staged-deploy"
+    if not (example / "Kptfile").exists():
+        raise SystemExit("examples/staged-deploy is missing")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "pkg"
+        shutil.copytree(example, copy)
+        env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+        krmfn_s, _ = median_of(repeats, lambda: timed([str(BIN / "krmfn"), "render", str(copy)], env=env))
+        rows.append(["`krmfn render`", f"{krmfn_s * 1000:.0f}", "1.00"])
+        if kpt:
+            kpt_s, _ = median_of(
+                repeats, lambda: timed([kpt, "fn", "render", "--allow-exec", str(copy)], env=env)
+            )
+            rows.append(["`kpt fn render --allow-exec`", f"{kpt_s * 1000:.0f}", f"{kpt_s / krmfn_s:.2f}"])
+    table("Rendering examples/staged-deploy (median ms)", ["command", "ms", "ratio"], rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="smoke mode: tiny sizes, one repeat")
+    parser.add_argument("--only", choices=["cold", "throughput", "kustomize", "render"], action="append")
+    args = parser.parse_args()
+    sizes = [30] if args.quick else [300, 3_000, 10_000]
+    repeats = 1 if args.quick else 5
+    sections = args.only or ["cold", "throughput", "kustomize", "render"]
+    kustomize_bin = (
+        os.environ.get("KRMFN_KUSTOMIZE")
+        or shutil.which("kustomize")
+        or str(Path.home() / ".cache/krmfn/bin/kustomize")
+    )
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, sizes {sizes}, repeats {repeats}")
+    if "cold" in sections:
+        cold_start(3 if args.quick else 21)
+    if "throughput" in sections:
+        throughput(sizes, 1 if args.quick else 3)
+    if "kustomize" in sections:
+        kustomize(sizes, repeats, kustomize_bin)
+    if "render" in sections:
+        render_vs_kpt(repeats, shutil.which("kpt"))
+
+
+if __name__ == "__main__":
+    main()
