@@ -26,17 +26,24 @@ def truncate(base: str) -> str:
     return base[:MAX_BASE].rstrip("-")
 
 
+def _drop_keys(parent: Any, key: str, keys: frozenset[str]) -> None:
+    """Remove ``keys`` from ``parent[key]``, and ``parent[key]`` itself when that leaves it empty."""
+    mapping = parent.get(key) if isinstance(parent, dict) else None
+    if not isinstance(mapping, dict) or not keys & mapping.keys():
+        return
+    for name in keys & mapping.keys():
+        del mapping[name]
+    if not mapping:
+        del parent[key]
+
+
 def _without_name_labels(spec: dict[str, Any]) -> dict[str, Any]:
     template = spec.get("template")
-    labels = template.get("metadata", {}).get("labels") if isinstance(template, dict) else None
-    if isinstance(labels, dict):
-        for key in NAME_DERIVED_LABELS & labels.keys():
-            del labels[key]
-    selector = spec.get("selector")
-    match = selector.get("matchLabels") if isinstance(selector, dict) else None
-    if isinstance(match, dict):
-        for key in NAME_DERIVED_LABELS & match.keys():
-            del match[key]
+    if isinstance(template, dict):
+        _drop_keys(template.get("metadata"), "labels", NAME_DERIVED_LABELS)
+        if template.get("metadata") == {}:
+            del template["metadata"]
+    _drop_keys(spec.get("selector"), "matchLabels", NAME_DERIVED_LABELS)
     return spec
 
 

@@ -43,6 +43,7 @@ class Run:
         self.renamed = 0
         self.current = 0
         self.opted_out = 0
+        self.restored = 0
         self.claimed: dict[tuple[str, str], Obj] = {}
 
     def job(self, obj: Obj) -> None:
@@ -84,33 +85,40 @@ class Run:
         if not isinstance(spec, dict):
             self.rl.results.error("a Job needs a spec mapping to hash its name from", obj, field="spec")
             return
-        self.apply(obj, name, base, hashed_name(base, spec_hash(spec)))
+        new = hashed_name(base, spec_hash(spec))
+        if not self.claim(obj, new):
+            return
+        if new == name:
+            self.current += 1
+        else:
+            self.rename(obj, name, base, new)
+            self.renamed += 1
         set_annotation(obj, JOB_BASE_NAME, base)
 
     def opt_out(self, obj: Obj, name: str, base: str) -> None:
         """An opted-out Job goes back to its base name, so turning hashing off is undone in place too."""
         self.opted_out += 1
-        if base != name:
-            self.apply(obj, name, base, base)
+        if self.claim(obj, base) and base != name:
+            self.rename(obj, name, base, base)
+            self.restored += 1
         remove_annotation(obj, JOB_BASE_NAME)
 
-    def apply(self, obj: Obj, name: str, base: str, new: str) -> None:
+    def claim(self, obj: Obj, new: str) -> bool:
+        """Whether ``new`` is free in the namespace of ``obj``; an error result when it is not."""
         namespace = ref_of(obj).namespace
-        other = self.claimed.get((namespace, new))
-        if other is not None:
-            self.rl.results.error(
-                f"would be named {new!r}, the same as {ref_of(other)}; give one of them another base name",
-                obj,
-                field="metadata.name",
-            )
-            return
-        self.claimed[(namespace, new)] = obj
-        if new == name:
-            self.current += 1
-        else:
-            set_scalar(metadata(obj), "name", new)
-            self.renamed += 1
-        self.renames.add(namespace, name, base, new)
+        other = self.claimed.setdefault((namespace, new), obj)
+        if other is obj:
+            return True
+        self.rl.results.error(
+            f"would be named {new!r}, the same as {ref_of(other)}; give one of them another base name",
+            obj,
+            field="metadata.name",
+        )
+        return False
+
+    def rename(self, obj: Obj, name: str, base: str, new: str) -> None:
+        set_scalar(metadata(obj), "name", new)
+        self.renames.add(ref_of(obj).namespace, name, base, new)
 
     def cronjob(self, obj: Obj) -> None:
         name = metadata(obj).get("name")
@@ -128,7 +136,9 @@ class Run:
         if self.current:
             parts.append(f"{self.current} already had their hashed name")
         if self.opted_out:
-            parts.append(f"{self.opted_out} opted out with {HASH_NAME}: disabled")
+            parts.append(f"{self.opted_out} opted out with {HASH_NAME}=disabled")
+        if self.restored:
+            parts.append(f"{self.restored} opted-out Job(s) given back their base name")
         if references:
             parts.append(f"rewrote {references} reference annotation(s)")
         return "; ".join(parts)
