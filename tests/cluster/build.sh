@@ -5,7 +5,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/cache-env.sh"
-command -v go >/dev/null || { echo "error: Go is required to build the test cluster" >&2; exit 1; }
+# Go is needed only when something is not built yet, so cached binaries work on machines without it.
+need_go() { command -v go >/dev/null || { echo "error: Go >= 1.26 is required to build the test cluster" >&2; exit 1; }; }
 
 K8S_VERSION=v1.35.4
 KWOK_VERSION=v0.8.0
@@ -19,6 +20,7 @@ k8s_ldflags="-s -w \
  -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
 
 build_k8s() {
+  need_go
   (cd "$here/build/k8s" && go build -trimpath -tags selinux,notest -ldflags "$k8s_ldflags" -o "$KRMFN_BIN/" \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager \
@@ -26,9 +28,11 @@ build_k8s() {
     k8s.io/kubernetes/cmd/kubectl)
 }
 build_etcd() {
+  need_go
   (cd "$here/build/etcd" && go build -trimpath -ldflags "-s -w" -o "$KRMFN_BIN/etcd" .)
 }
 build_kwok() {
+  need_go
   env GOBIN="$KRMFN_BIN" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 }
 

@@ -44,14 +44,15 @@ def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, pytest.TestR
     log_dir = item.config.stash.get(_LOG_DIR, None)
     if report.failed and log_dir is not None and "cluster" in getattr(item, "fixturenames", ()):
         item.config.stash[_KEEP_LOGS] = True
-        report.sections.append(("krmfn test cluster", f"component logs: {log_dir}"))
+        if log_dir.exists():
+            report.sections.append(("krmfn test cluster", f"component logs: {log_dir}"))
     return report
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     if summary := config.stash.get(_SUMMARY, ""):
         terminalreporter.write_line(summary)
-    if config.stash.get(_KEEP_LOGS, False):
+    if config.stash.get(_KEEP_LOGS, False) and config.stash[_LOG_DIR].exists():
         terminalreporter.write_line(f"krmfn test cluster logs kept in {config.stash[_LOG_DIR]}", red=True)
 
 
