@@ -66,10 +66,12 @@ def _select(rule: ImageRule, index: int, results: Results) -> str | None:
 def set_image(rl: ResourceList, config: SetImageConfig) -> None:
     rules = resolve(config.images, rl.results)
     images = resources = 0
+    # YAML aliases can make two items share one node: it must still be rewritten only once.
+    seen: set[tuple[int, str]] = set()
     for obj in select(rl.items, config.selectors, config.exclude):
         if obj.get("kind") == "CustomResourceDefinition":  # schemas, not workloads (as kustomize)
             continue
-        changed = sum(_rewrite(slot, rules) for slot in _slots(obj, config))
+        changed = sum(_rewrite(slot, rules) for slot in _slots(obj, config, seen))
         if is_flux_kustomization(obj):
             changed += sum(_update_flux(entry, rules) for entry, _ in flux_entries(obj))
         images += changed
@@ -77,8 +79,7 @@ def set_image(rl: ResourceList, config: SetImageConfig) -> None:
     rl.results.info(f"updated {images} image(s) in {resources} resource(s)")
 
 
-def _slots(obj: dict[str, Any], config: SetImageConfig) -> list[Slot]:
-    seen: set[tuple[int, str]] = set()
+def _slots(obj: dict[str, Any], config: SetImageConfig, seen: set[tuple[int, str]]) -> list[Slot]:
     found = []
     candidates = list(pod_images(obj))
     for spec in config.additional_image_fields:
