@@ -8,7 +8,19 @@
     │   └── ResourceListError       not a ResourceList, or an item that is not a valid KRM object
     ├── ConfigError                 the functionConfig is wrong; ``field`` names the offending field
     ├── PipelineError               ``krmfn render``: a Kptfile or pipeline entry krmfn cannot run
-    └── RunnerError                 ``krmfn apply``: the base of runner failures (see krmfn.runner)
+    └── RunnerError                 ``krmfn apply``: the base of runner failures (krmfn.runner.errors)
+        ├── SourceError             -f/-k input cannot be read, parsed or built
+        ├── ClusterUnreachable      the API server did not answer, even after retries
+        ├── ObjectError             the API server refused one object (``ref`` names it)
+        │   ├── InvalidObject       422
+        │   ├── Forbidden           403
+        │   ├── ApplyConflict       409 on server-side apply (--force-conflicts)
+        │   ├── UnknownKind         discovery does not serve the apiVersion/kind
+        │   └── JobSpecChanged      a Job's spec changed; specs are immutable and force is off
+        ├── InventoryError          the ApplySet parent belongs to another tool
+        ├── StepFailed              an object of a step failed (Job Failed, rollout stalled, ...)
+        ├── StepTimeout             a step was not healthy within its timeout
+        └── Interrupted             SIGINT/SIGTERM; exit code 128 + signum
 
 Functions never let these escape as tracebacks: the runtime turns each into an error result, a line on
 stderr and exit code 1. The runner turns its errors into an ``error`` event and a non-zero exit.

@@ -1,0 +1,164 @@
+"""``krmfn plan`` and ``krmfn apply``: flags, input, signals and exit codes around the engine."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+from krmfn.duration import SECOND, parse_duration
+from krmfn.errors import RunnerError
+from krmfn.runner.engine import Options, Result, Runner
+from krmfn.runner.errors import Interrupted
+from krmfn.runner.kube import Api, HttpApi, load_config
+from krmfn.runner.plan import Plan, build_plan
+from krmfn.runner.printers import format_plan, make_printer, plan_data
+from krmfn.runner.source import kustomize_build, read_files
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+ApiFactory = Callable[[argparse.Namespace], Api]
+
+
+def _duration(text: str) -> float:
+    try:
+        nanos = parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if nanos <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return nanos / SECOND
+
+
+def parser(command: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=f"krmfn {command}",
+        description=(
+            "Print the steps `krmfn apply` would run."
+            if command == "plan"
+            else "Apply a rendered stream step by step: server-side apply, wait for health, record an "
+            "ApplySet inventory, prune what is no longer rendered."
+        ),
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("-f", "--filename", action="append", metavar="FILE|DIR|-", help="manifests to apply")
+    src.add_argument("-k", "--kustomize", metavar="DIR", help="run kustomize build DIR (exec functions on)")
+    p.add_argument(
+        "-n", "--namespace", help="namespace for namespaced objects without one, and the inventory"
+    )
+    p.add_argument("--timeout", type=_duration, default=300.0, metavar="DURATION",
+                   help="step timeout when krmfn.dev/step-timeout is absent (default 5m)")  # fmt: skip
+    p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=None,
+                   help="wait for the final step's health (default: krmfn.dev/wait)")  # fmt: skip
+    p.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context")
+    if command == "apply":
+        p.add_argument("--dry-run", choices=["none", "client", "server"], default="none", nargs="?",
+                       const="client", help="client: print the plan; server: validate all")  # fmt: skip
+        p.add_argument("--field-manager", default="krmfn", help="server-side apply field manager")
+        p.add_argument("--force-conflicts", action="store_true", help="take over fields owned by others")
+        p.add_argument("--applyset", default="krmfn", metavar="NAME",
+                       help="name of the ApplySet parent Secret (in --namespace)")  # fmt: skip
+        p.add_argument("--prune", action=argparse.BooleanOptionalAction, default=True,
+                       help="delete members of the ApplySet that are no longer rendered")  # fmt: skip
+    return p
+
+
+def _api_from_args(args: argparse.Namespace) -> Api:
+    return HttpApi(load_config(args.kubeconfig, args.context))
+
+
+def main(argv: list[str], api_factory: ApiFactory = _api_from_args) -> int:
+    command, rest = argv[0], argv[1:]
+    if command not in ("plan", "apply"):
+        sys.stderr.write(f"krmfn: unknown runner command {command!r}\n")
+        return EXIT_USAGE
+    args = parser(command).parse_args(rest)
+    try:
+        docs = kustomize_build(args.kustomize) if args.kustomize else read_files(args.filename)
+    except RunnerError as err:
+        sys.stderr.write(f"krmfn {command}: {err}\n")
+        return EXIT_USAGE
+    if command == "plan" or args.dry_run == "client":
+        return _plan(args, docs)
+    return _apply(args, docs, api_factory)
+
+
+def _make_plan(args: argparse.Namespace, docs: list[Any], namespace: str) -> Plan:
+    return build_plan(docs, namespace=namespace, default_timeout=args.timeout, wait=args.wait)
+
+
+def _plan(args: argparse.Namespace, docs: list[Any]) -> int:
+    namespace = args.namespace or _kubeconfig_namespace(args)
+    try:
+        plan = _make_plan(args, docs, namespace)
+    except RunnerError as err:
+        sys.stderr.write(f"krmfn plan: {err}\n")
+        return EXIT_USAGE
+    if args.output == "json":
+        import json
+
+        sys.stdout.write(json.dumps(plan_data(plan)) + "\n")
+    else:
+        sys.stdout.write(format_plan(plan))
+    return 0
+
+
+def _kubeconfig_namespace(args: argparse.Namespace) -> str:
+    """The context's namespace when a kubeconfig is readable; a plan never needs the cluster itself."""
+    try:
+        return load_config(args.kubeconfig, args.context).namespace
+    except RunnerError:
+        return "default"
+
+
+def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -> int:
+    printer = make_printer(args.output, sys.stdout)
+    try:
+        api = api_factory(args)
+        namespace = args.namespace or api.default_namespace
+        plan = _make_plan(args, docs, namespace)
+    except RunnerError as err:
+        sys.stderr.write(f"krmfn apply: {err}\n")
+        return EXIT_FAILED
+    from krmfn import __version__
+
+    options = Options(
+        field_manager=args.field_manager,
+        force_conflicts=args.force_conflicts,
+        dry_run=args.dry_run == "server",
+        applyset=args.applyset,
+        namespace=namespace,
+        prune=args.prune,
+        version=__version__,
+    )
+    runner = Runner(api, options, printer)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        runner.request_stop(signum)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        result = runner.run(plan)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        printer.close()
+        close = getattr(api, "close", None)
+        if close is not None:
+            close()
+    printer.summary(result)
+    return exit_code(result)
+
+
+def exit_code(result: Result) -> int:
+    if result.ok:
+        return 0
+    if isinstance(result.error, Interrupted):
+        return 128 + result.error.signum
+    return EXIT_FAILED

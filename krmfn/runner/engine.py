@@ -1,0 +1,551 @@
+"""The runner: applies a plan step by step, waits for health, records the inventory, prunes.
+
+Everything it does is reported as events (see events.py) through ``emit``; failures end the run with a
+``RunnerError`` that the last ``error`` event describes. The cluster (``Api``) and the clock are
+injected, so the engine runs the same against a real API server and in tests.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ParamSpec, Protocol, TypeVar
+
+from krmfn.errors import RunnerError
+from krmfn.runner import jobs
+from krmfn.runner.applyset import PART_OF, Parent
+from krmfn.runner.errors import (
+    ApplyConflict,
+    Forbidden,
+    Interrupted,
+    InvalidObject,
+    JobSpecChanged,
+    ObjectError,
+    StepFailed,
+    StepTimeout,
+    UnknownKind,
+)
+from krmfn.runner.events import Apply, ApplyAction, Error, Event, Prune, Status, StepDone, StepStart, Wait
+from krmfn.runner.kube import Api, ApiStatusError, NoSuchKind, Resource
+from krmfn.runner.plan import STEP_INDEX, Item, Key, Plan, Step, key_of, kind_rank
+from krmfn.runner.status import Health, health
+from krmfn.runner.waiter import Watched, Watcher
+
+T = TypeVar("T")
+P = ParamSpec("P")
+POLL = 0.2  # how often a wait looks at the stop flag and the deadline when no event arrives
+
+
+class Clock(Protocol):
+    def monotonic(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+@dataclass
+class Options:
+    field_manager: str = "krmfn"
+    force_conflicts: bool = False
+    dry_run: bool = False
+    """Server-side dry run: every request with dryRun=All, no waiting, no inventory writes."""
+    applyset: str = "krmfn"
+    namespace: str = ""
+    """Namespace of the ApplySet parent; the kubeconfig's namespace when empty."""
+    prune: bool = True
+    version: str = "0.1.0"
+
+
+@dataclass
+class Result:
+    ok: bool
+    error: RunnerError | None = None
+    failed_step: str | None = None
+    steps_done: int = 0
+    applied: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Tracked:
+    """An object of the current step and what the wait starts from."""
+
+    key: Key
+    res: Resource
+    live: dict[str, Any] | None
+    settled: Health | None = None
+    """Health decided without the cluster (a TTL-deleted completed Job)."""
+
+
+class Runner:
+    def __init__(
+        self, api: Api, options: Options, emit: Callable[[Event], None], clock: Clock | None = None
+    ) -> None:
+        self.api = api
+        self.options = options
+        self.emit = emit
+        self.clock = clock or SystemClock()
+        self._signal: int | None = None
+        self._resources: dict[Key, Resource] = {}
+        self._crds: dict[tuple[str, str], Item] = {}
+        self._step = -1
+        self._during = "start-up"
+
+    # --- public ------------------------------------------------------------------------------------------
+
+    def request_stop(self, signum: int) -> None:
+        """Called from a signal handler: the run stops at the next request boundary or wait tick."""
+        self._signal = signum
+
+    def run(self, plan: Plan) -> Result:
+        result = Result(ok=False)
+        try:
+            self._run(plan, result)
+            result.ok = True
+        except RunnerError as err:
+            result.error = err
+            ref = getattr(err, "ref", None)
+            step = self._step if self._step >= 0 else None
+            self.emit(Error(message=str(err), step=step, object=ref))
+            if self._step >= 0 and self._step < len(plan.steps):
+                result.failed_step = plan.steps[self._step].name
+        return result
+
+    # --- the sequence ------------------------------------------------------------------------------------
+
+    def _run(self, plan: Plan, result: Result) -> None:
+        self._resolve(plan)
+        parent = self._open_parent(plan)
+        for step in plan.steps:
+            self._step = step.index
+            self._run_step(step, parent, result)
+            result.steps_done += 1
+        self._step = -1
+        if self.options.prune:
+            self._during = "prune"
+            self._prune(plan, parent, result)
+        if not self.options.dry_run:
+            current = {f"{it.key.namespace}/{it.key.name}" for it in plan.items if _is_job(it.key)}
+            parent.completed_jobs = {k: v for k, v in parent.completed_jobs.items() if k in current}
+            parent.group_kinds = {it.key.group_kind for it in plan.items}
+            parent.namespaces = {it.key.namespace for it in plan.items if it.key.namespace}
+            self._write_parent(parent)
+
+    def _resolve(self, plan: Plan) -> None:
+        """Discovery for every object before anything is applied, so an unknown kind fails the run
+        up front. Kinds whose CRD is part of the plan are resolved when their turn comes."""
+        self._during = "discovery"
+        for item in plan.items:
+            if item.kind == "CustomResourceDefinition":
+                spec = item.obj.get("spec") or {}
+                self._crds[(str(spec.get("group", "")), str((spec.get("names") or {}).get("kind", "")))] = (
+                    item
+                )
+        for item in plan.items:
+            try:
+                res = self.api.resource(item.api_version, item.kind)
+            except NoSuchKind as err:
+                if (item.key.group, item.kind) in self._crds:
+                    continue
+                raise UnknownKind(str(item.key), str(err)) from None
+            self._place(item, res)
+
+    def _place(self, item: Item, res: Resource) -> None:
+        if not res.namespaced:
+            item.obj["metadata"].pop("namespace", None)
+        self._resources[item.key] = res
+
+    # --- inventory ---------------------------------------------------------------------------------------
+
+    def _open_parent(self, plan: Plan) -> Parent:
+        self._during = "reading the inventory"
+        namespace = self.options.namespace or self.api.default_namespace
+        secret = self.api.resource("v1", "Secret")
+        key = Key("", "Secret", namespace, self.options.applyset)
+        live = self._call(key, self.api.get, secret, self.options.applyset, namespace)
+        parent = Parent.from_live(self.options.applyset, namespace, self.options.version, live)
+        # Superset first (the KEP's rule): if this run dies half-way, the next prune still finds
+        # every kind and namespace that may hold members.
+        parent.group_kinds |= {it.key.group_kind for it in plan.items}
+        parent.namespaces |= {it.key.namespace for it in plan.items if it.key.namespace}
+        if not self.options.dry_run:
+            self._write_parent(parent)
+        return parent
+
+    def _write_parent(self, parent: Parent) -> None:
+        secret = self.api.resource("v1", "Secret")
+        key = Key("", "Secret", parent.namespace, parent.name)
+        self._call(
+            key, self.api.apply, secret, parent.render(),
+            field_manager=self.options.field_manager, force=True, dry_run=False,
+        )  # fmt: skip
+        parent.exists = True
+
+    # --- one step ----------------------------------------------------------------------------------------
+
+    def _run_step(self, step: Step, parent: Parent, result: Result) -> None:
+        started = self.clock.monotonic()
+        deadline = started + step.timeout
+        self.emit(StepStart(step.index, step.name, len(step.items), step.timeout, step.wait))
+        try:
+            self._during = f"step {step.name}"
+            self._recreate_failed_jobs(step, deadline)
+            tracked = []
+            for item in step.items:
+                self._check_stop()
+                tracked.append(self._apply(step, item, parent, deadline))
+                result.applied.append(str(item.key))
+            if self.options.dry_run or not step.wait:
+                self.emit(StepDone(step.index, step.name, "applied", self.clock.monotonic() - started))
+                return
+            self._wait(step, tracked, started, deadline)
+        except StepTimeout:
+            self.emit(StepDone(step.index, step.name, "timeout", self.clock.monotonic() - started))
+            raise
+        except Interrupted:
+            self.emit(StepDone(step.index, step.name, "interrupted", self.clock.monotonic() - started))
+            raise
+        except RunnerError:
+            self.emit(StepDone(step.index, step.name, "failed", self.clock.monotonic() - started))
+            raise
+        self._remember_completed(step, tracked, parent)
+        self.emit(StepDone(step.index, step.name, "healthy", self.clock.monotonic() - started))
+
+    def _apply(self, step: Step, item: Item, parent: Parent, deadline: float) -> Tracked:
+        res = self._resource_for(step, item, deadline)
+        obj = _as_member(item.obj, parent.id)
+        if _is_job(item.key):
+            return self._apply_job(step, item, res, obj, parent=parent, deadline=deadline)
+        live, created = self._ssa(item.key, res, obj)
+        self._report_apply(step, item.key, "created" if created else "configured")
+        return Tracked(item.key, res, live)
+
+    def _report_apply(self, step: Step, key: Key, action: ApplyAction, detail: str = "") -> None:
+        if self.options.dry_run:
+            detail = f"{action}{': ' + detail if detail else ''}"
+            action = "dry-run"
+        self.emit(Apply(step.index, str(key), action, detail))
+
+    def _ssa(
+        self, key: Key, res: Resource, obj: dict[str, Any], dry_run: bool = False
+    ) -> tuple[dict[str, Any], bool]:
+        return self._call(
+            key, self.api.apply, res, obj, field_manager=self.options.field_manager,
+            force=self.options.force_conflicts, dry_run=dry_run or self.options.dry_run,
+        )  # fmt: skip
+
+    def _resource_for(self, step: Step, item: Item, deadline: float) -> Resource:
+        """The REST resource of ``item``; for a kind whose CRD is in the plan, waits until the CRD is
+        Established and discovery serves the kind."""
+        found = self._resources.get(item.key)
+        if found is not None:
+            return found
+        crd = self._crds[(item.key.group, item.kind)]
+        if self.options.dry_run:
+            raise UnknownKind(str(item.key), f"its CRD {crd.key.name} is not installed yet (server dry run)")
+        crd_res = self._resources[crd.key]
+        crd_live = self._call(crd.key, self.api.get, crd_res, crd.key.name, "")
+        self._wait(step, [Tracked(crd.key, crd_res, crd_live)], self.clock.monotonic(), deadline, quiet=True)
+        delay = 0.02
+        while True:
+            self.api.forget(item.api_version)
+            try:
+                res = self.api.resource(item.api_version, item.kind)
+            except NoSuchKind as err:
+                # Established is set a moment before discovery serves the new kind.
+                if self.clock.monotonic() + delay > deadline:
+                    raise UnknownKind(str(item.key), str(err)) from None
+                self._check_stop()
+                self.clock.sleep(delay)
+                delay = min(delay * 2, 0.5)
+                continue
+            self._place(item, res)
+            return res
+
+    # --- Jobs --------------------------------------------------------------------------------------------
+
+    def _recreate_failed_jobs(self, step: Step, deadline: float) -> None:
+        for item in step.items:
+            if not _is_job(item.key) or not jobs.enabled(item.annotations, jobs.RECREATE_ON_FAILURE):
+                continue
+            res = self._resources[item.key]
+            live = self._call(item.key, self.api.get, res, item.key.name, item.key.namespace)
+            if not jobs.is_failed(live) or live is None:
+                continue
+            if self.options.dry_run:
+                self._report_apply(
+                    step, item.key, "deleted", "failed; would be re-created (recreate-on-failure)"
+                )
+                continue
+            self._delete_and_wait(step, item.key, res, live, deadline)
+            self.emit(Apply(step.index, str(item.key), "deleted", "failed; re-created (recreate-on-failure)"))
+
+    def _apply_job(
+        self, step: Step, item: Item, res: Resource, obj: dict[str, Any], *, parent: Parent, deadline: float
+    ) -> Tracked:
+        key = item.key
+        wanted = jobs.spec_hash(item.obj)
+        obj["metadata"].setdefault("annotations", {})[jobs.SPEC_HASH] = wanted
+        live = self._call(key, self.api.get, res, key.name, key.namespace)
+        if live is not None and (live.get("metadata") or {}).get("deletionTimestamp"):
+            self._wait_gone(step, key, res, live, deadline)
+            live = None
+        if live is None:
+            if parent.completed_jobs.get(f"{key.namespace}/{key.name}") == wanted:
+                self._report_apply(
+                    step, key, "skipped", "completed before and deleted since (TTL); not run again"
+                )
+                return Tracked(key, res, None, settled=Health("current", "completed before (deleted since)"))
+            applied, _ = self._ssa(key, res, obj)
+            self._report_apply(step, key, "created")
+            return Tracked(key, res, applied)
+        live_hash = ((live.get("metadata") or {}).get("annotations") or {}).get(jobs.SPEC_HASH)
+        if live_hash == wanted:
+            self._report_apply(step, key, "unchanged")
+            return Tracked(key, res, live)
+        if live_hash is None and self._applies_cleanly(key, res, obj):
+            applied, _ = self._ssa(key, res, obj)  # a Job krmfn did not create: adopt it, spec unchanged
+            self._report_apply(step, key, "configured", "adopted")
+            return Tracked(key, res, applied)
+        if not jobs.enabled(item.annotations, jobs.FORCE):
+            raise JobSpecChanged(
+                str(key),
+                "the rendered spec differs from the live Job's, and a Job's spec cannot be changed; "
+                "run hash-job-names so every change gets a new Job name, or annotate the Job with "
+                f"{jobs.FORCE[0]}: enabled to delete and re-create it",
+            )
+        if self.options.dry_run:
+            self._report_apply(
+                step, key, "recreated", "spec changed; would be deleted and re-created (force)"
+            )
+            return Tracked(key, res, live)
+        self._delete_and_wait(step, key, res, live, deadline)
+        applied, _ = self._ssa(key, res, obj)
+        self._report_apply(step, key, "recreated", "spec changed (force)")
+        return Tracked(key, res, applied)
+
+    def _applies_cleanly(self, key: Key, res: Resource, obj: dict[str, Any]) -> bool:
+        try:
+            self._ssa(key, res, obj, dry_run=True)
+        except InvalidObject:
+            return False  # an immutable-field error: the spec really differs
+        return True
+
+    def _delete_and_wait(
+        self, step: Step, key: Key, res: Resource, live: dict[str, Any], deadline: float
+    ) -> None:
+        uid = str((live.get("metadata") or {}).get("uid", ""))
+        self._call(key, self.api.delete, res, key.name, key.namespace, uid=uid, propagation="Foreground")
+        self._wait_gone(step, key, res, live, deadline)
+
+    def _wait_gone(self, step: Step, key: Key, res: Resource, live: dict[str, Any], deadline: float) -> None:
+        uid = (live.get("metadata") or {}).get("uid")
+        current = self._call(key, self.api.get, res, key.name, key.namespace)
+        if current is None or (current.get("metadata") or {}).get("uid") != uid:
+            return
+        watcher = Watcher(self.api, self.clock.sleep)
+        try:
+            version = str(current["metadata"].get("resourceVersion", ""))
+            watcher.follow(Watched(key, res, version))
+            while True:
+                update = self._next(
+                    watcher, deadline, step, [(str(key), "waiting for the deletion to finish")]
+                )
+                if update is None:
+                    continue
+                _, obj = update
+                if isinstance(obj, RunnerError):
+                    raise obj
+                if obj is None or (obj.get("metadata") or {}).get("uid") != uid:
+                    return
+        finally:
+            watcher.close()
+
+    def _remember_completed(self, step: Step, tracked: list[Tracked], parent: Parent) -> None:
+        changed = False
+        for t in tracked:
+            if not _is_job(t.key) or t.live is None:
+                continue
+            spec_hash = ((t.live.get("metadata") or {}).get("annotations") or {}).get(jobs.SPEC_HASH)
+            job = f"{t.key.namespace}/{t.key.name}"
+            if spec_hash and parent.completed_jobs.get(job) != spec_hash:
+                parent.completed_jobs[job] = str(spec_hash)
+                changed = True
+        if changed and not self.options.dry_run:
+            self._write_parent(parent)
+
+    # --- waiting -----------------------------------------------------------------------------------------
+
+    def _wait(
+        self, step: Step, tracked: list[Tracked], started: float, deadline: float, quiet: bool = False
+    ) -> None:
+        states: dict[Key, Health] = {}
+        by_key = {t.key: t for t in tracked}
+        watcher = Watcher(self.api, self.clock.sleep)
+        try:
+            for t in tracked:
+                states[t.key] = t.settled or health(t.live)
+                self._status(step, t.key, states[t.key], started, quiet)
+                self._fail_if_failed(step, t, t.live, states[t.key])
+                if not states[t.key].done:
+                    version = str(((t.live or {}).get("metadata") or {}).get("resourceVersion", ""))
+                    watcher.follow(Watched(t.key, t.res, version))
+            pending = [k for k, h in states.items() if not h.done]
+            if pending and not quiet:
+                self.emit(Wait(step.index, [str(k) for k in pending], step.timeout))
+            while any(not h.done for h in states.values()):
+                waiting = [(str(k), h.message) for k, h in states.items() if not h.done]
+                update = self._next(watcher, deadline, step, waiting)
+                if update is None:
+                    continue
+                key, obj = update
+                if isinstance(obj, RunnerError):
+                    raise _as_object_error(key, obj) if isinstance(obj, ApiStatusError) else obj
+                t = by_key[key]
+                t.live = obj
+                new = health(obj)
+                if new.state == "not-found":
+                    new = Health("in-progress", "deleted; waiting for it to come back")
+                if new != states[key]:
+                    states[key] = new
+                    self._status(step, key, new, started, quiet)
+                self._fail_if_failed(step, t, obj, new)
+        finally:
+            watcher.close()
+
+    def _next(
+        self, watcher: Watcher, deadline: float, step: Step, waiting: list[tuple[str, str]]
+    ) -> tuple[Key, dict[str, Any] | RunnerError | None] | None:
+        self._check_stop()
+        remaining = deadline - self.clock.monotonic()
+        if remaining <= 0:
+            raise StepTimeout(step.name, step.timeout_text, waiting)
+        try:
+            return watcher.updates.get(timeout=min(POLL, remaining))
+        except queue.Empty:
+            return None
+
+    def _status(self, step: Step, key: Key, state: Health, started: float, quiet: bool) -> None:
+        if not quiet:
+            self.emit(
+                Status(step.index, str(key), state.state, state.message, self.clock.monotonic() - started)
+            )
+
+    def _fail_if_failed(self, step: Step, t: Tracked, live: dict[str, Any] | None, state: Health) -> None:
+        if state.state != "failed":
+            return
+        reason = state.message
+        if _is_job(t.key) and live is not None:
+            reason += self._job_failure_details(t.key, live)
+        raise StepFailed(step.name, str(t.key), reason)
+
+    def _job_failure_details(self, key: Key, job: dict[str, Any]) -> str:
+        try:
+            pods_res = self.api.resource("v1", "Pod")
+            pods = self.api.list(pods_res, key.namespace, f"batch.kubernetes.io/job-name={key.name}")
+        except RunnerError:
+            return ""  # the details are a courtesy: the failure itself is already known
+        uid = (job.get("metadata") or {}).get("uid")
+        pods = [
+            p
+            for p in pods
+            if any(o.get("uid") == uid for o in (p.get("metadata") or {}).get("ownerReferences") or [])
+        ]
+        parts = []
+        failures = jobs.pod_failures(pods)
+        for pod, container, why in failures[-3:]:
+            text = f"pod {pod}" + (f" container {container}" if container else "") + f": {why}"
+            log = self.api.logs(pod, key.namespace, container, 5) if container else None
+            if log and log.strip():
+                text += " | last log lines: " + " / ".join(line for line in log.strip().splitlines()[-5:])
+            parts.append(text)
+        return "; " + "; ".join(parts) if parts else ""
+
+    # --- prune -------------------------------------------------------------------------------------------
+
+    def _prune(self, plan: Plan, parent: Parent, result: Result) -> None:
+        current = {it.key for it in plan.items}
+        namespaces = sorted(parent.namespaces | {parent.namespace})
+        found: list[tuple[dict[str, Any], Resource]] = []
+        for group_kind in sorted(parent.group_kinds):
+            kind, _, group = group_kind.partition(".")
+            try:
+                res = self.api.resource_for_group_kind(group, kind)
+            except NoSuchKind:
+                continue  # the kind is gone (CRD deleted), and its objects with it
+            for namespace in namespaces if res.namespaced else [""]:
+                self._check_stop()
+                key = Key(group, kind, namespace, "")
+                listed = self._call(key, self.api.list, res, namespace, f"{PART_OF}={parent.id}")
+                found.extend((obj, res) for obj in listed if key_of(obj) not in current)
+
+        def order(entry: tuple[dict[str, Any], Resource]) -> tuple[int, int, Key]:
+            obj = entry[0]
+            raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(STEP_INDEX, "-1")
+            index = int(raw) if str(raw).lstrip("-").isdigit() else -1
+            return (-index, -kind_rank(str(obj.get("kind"))), key_of(obj))
+
+        for obj, res in sorted(found, key=order):
+            key = key_of(obj)
+            meta = obj.get("metadata") or {}
+            if str((meta.get("annotations") or {}).get(jobs.PRUNE, "")).lower() == "disabled":
+                self.emit(Prune(str(key), "kept", f"{jobs.PRUNE}: disabled"))
+                continue
+            if self.options.dry_run:
+                self.emit(Prune(str(key), "dry-run", "would be deleted"))
+                continue
+            self._check_stop()
+            uid = str(meta.get("uid", ""))
+            self._call(key, self.api.delete, res, key.name, key.namespace, uid=uid, propagation="Background")
+            self.emit(Prune(str(key), "deleted"))
+            result.pruned.append(str(key))
+
+    # --- helpers -----------------------------------------------------------------------------------------
+
+    def _check_stop(self) -> None:
+        if self._signal is not None:
+            raise Interrupted(self._signal, self._during)
+
+    def _call(self, key: Key, request: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return request(*args, **kwargs)
+        except ApiStatusError as err:
+            raise _as_object_error(key, err) from None
+        except NoSuchKind as err:
+            raise UnknownKind(str(key), str(err)) from None
+
+
+def _is_job(key: Key) -> bool:
+    return key.group == "batch" and key.kind == "Job"
+
+
+def _as_member(obj: dict[str, Any], applyset_id: str) -> dict[str, Any]:
+    copy = dict(obj)
+    meta = dict(obj["metadata"])
+    meta["labels"] = {**(meta.get("labels") or {}), PART_OF: applyset_id}
+    if meta.get("annotations"):
+        meta["annotations"] = dict(meta["annotations"])
+    copy["metadata"] = meta
+    return copy
+
+
+def _as_object_error(key: Key, err: ApiStatusError) -> ObjectError:
+    cause = err.message or f"{err.code} {err.reason}"
+    if err.code == 422:
+        return InvalidObject(str(key), f"invalid: {cause}", err.code)
+    if err.code == 403:
+        return Forbidden(str(key), f"forbidden: {cause}", err.code)
+    if err.code == 409 and err.reason == "Conflict" and "conflict" in cause.lower():
+        return ApplyConflict(str(key), f"{cause} (pass --force-conflicts to take the fields over)", err.code)
+    if err.code == 404:
+        return ObjectError(str(key), f"not found: {cause}", err.code)
+    return ObjectError(str(key), f"{cause}", err.code)

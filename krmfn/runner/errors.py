@@ -1,0 +1,109 @@
+"""The runner's errors. Each ``str(err)`` is one complete line that names the object and the cause.
+
+RunnerError (krmfn.errors)
+├── SourceError           the input stream cannot be read or built (-f/-k)
+├── ClusterUnreachable    the API server did not answer, even after retries
+├── ObjectError           the API server refused one object; ``ref`` names it
+│   ├── InvalidObject     422: the object does not validate
+│   ├── Forbidden         403: RBAC does not allow the request
+│   ├── ApplyConflict     409: another field manager owns the fields (--force-conflicts takes them)
+│   ├── UnknownKind       the cluster serves no such apiVersion/kind (missing CRD?)
+│   └── JobSpecChanged    a Job's spec changed but Job specs are immutable
+├── InventoryError        the ApplySet parent belongs to another tool or cannot be written
+├── StepFailed            an object of a step failed (Job Failed, rollout stalled, ...)
+├── StepTimeout           a step was not healthy within its timeout
+└── Interrupted           SIGINT/SIGTERM: stopped between requests; ``signum`` says which
+"""
+
+from __future__ import annotations
+
+import signal
+
+from krmfn.errors import RunnerError
+
+__all__ = [
+    "ApplyConflict",
+    "ClusterUnreachable",
+    "Forbidden",
+    "Interrupted",
+    "InvalidObject",
+    "InventoryError",
+    "JobSpecChanged",
+    "ObjectError",
+    "RunnerError",
+    "SourceError",
+    "StepFailed",
+    "StepTimeout",
+    "UnknownKind",
+]
+
+
+class SourceError(RunnerError):
+    """The input (-f FILE|DIR|-, -k DIR) cannot be read, parsed or built."""
+
+
+class ClusterUnreachable(RunnerError):
+    """Connecting to the API server failed after the retries."""
+
+
+class ObjectError(RunnerError):
+    """The API server refused a request about one object."""
+
+    def __init__(self, ref: str, cause: str, code: int = 0) -> None:
+        super().__init__(f"{ref}: {cause}")
+        self.ref = ref
+        self.cause = cause
+        self.code = code
+
+
+class InvalidObject(ObjectError):
+    """HTTP 422: the object is invalid (or changes an immutable field)."""
+
+
+class Forbidden(ObjectError):
+    """HTTP 403: the credentials may not do this."""
+
+
+class ApplyConflict(ObjectError):
+    """HTTP 409 on server-side apply: fields are owned by another manager."""
+
+
+class UnknownKind(ObjectError):
+    """Discovery does not list the object's apiVersion/kind."""
+
+
+class JobSpecChanged(ObjectError):
+    """A Job's rendered spec differs from the live one and the Job may not be re-created."""
+
+
+class InventoryError(RunnerError):
+    """The ApplySet parent cannot be used."""
+
+
+class StepFailed(RunnerError):
+    """An object of the step reached a failed state."""
+
+    def __init__(self, step: str, ref: str, reason: str) -> None:
+        super().__init__(f"step {step}: {ref} failed: {reason}")
+        self.step = step
+        self.ref = ref
+        self.reason = reason
+
+
+class StepTimeout(RunnerError):
+    """The step did not become healthy in time; ``pending`` lists what was still not ready."""
+
+    def __init__(self, step: str, timeout: str, pending: list[tuple[str, str]]) -> None:
+        detail = "; ".join(f"{ref}: {message}" for ref, message in pending)
+        super().__init__(f"step {step}: not healthy after {timeout}: {detail}")
+        self.step = step
+        self.pending = pending
+
+
+class Interrupted(RunnerError):
+    """A signal stopped the run; the exit code is 128 + ``signum``."""
+
+    def __init__(self, signum: int, during: str) -> None:
+        name = signal.Signals(signum).name
+        super().__init__(f"interrupted by {name} during {during}; nothing was pruned; run again to continue")
+        self.signum = signum

@@ -1,0 +1,226 @@
+"""Turning events into output: a live view on a terminal, plain lines otherwise, or JSON lines.
+
+Printers only format; the engine never writes to the terminal itself. ``make_printer`` picks one.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol, TextIO
+
+from krmfn.duration import SECOND, format_duration
+from krmfn.runner.engine import Result
+from krmfn.runner.events import Apply, Error, Event, Prune, Status, StepDone, StepStart, Wait, to_dict
+from krmfn.runner.plan import Plan
+
+
+def seconds(value: float) -> str:
+    return format_duration(round(value * SECOND))
+
+
+def elapsed(value: float) -> str:
+    return f"{value:.1f}s"
+
+
+class Printer(Protocol):
+    def __call__(self, event: Event) -> None: ...
+
+    def summary(self, result: Result) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def describe(event: Event) -> str:
+    """One plain line for ``event``."""
+    match event:
+        case StepStart():
+            waits = "waits" if event.wait else "no wait"
+            timeout = seconds(event.timeout)
+            return f"step {event.step} {event.name}: {event.objects} object(s), timeout {timeout}, {waits}"
+        case Apply():
+            return f"  {event.object}: {event.action}" + (f" ({event.detail})" if event.detail else "")
+        case Status():
+            return f"  {event.object}: {event.state}: {event.message} [{elapsed(event.elapsed)}]"
+        case Wait():
+            return f"  waiting for {len(event.objects)} object(s), timeout {seconds(event.timeout)}"
+        case StepDone():
+            return f"step {event.step} {event.name}: {event.result} in {elapsed(event.elapsed)}"
+        case Prune():
+            return f"prune {event.object}: {event.action}" + (f" ({event.detail})" if event.detail else "")
+        case Error():
+            return f"error: {event.message}"
+    raise TypeError(f"not an event: {event!r}")
+
+
+def summary_line(result: Result) -> str:
+    if result.ok:
+        pruned = f", pruned {len(result.pruned)}" if result.pruned else ""
+        return f"done: {result.steps_done} step(s), {len(result.applied)} object(s) applied{pruned}"
+    where = f"step {result.failed_step}" if result.failed_step else "before the first step"
+    return f"failed at {where}: {result.error}; later steps not applied, nothing pruned"
+
+
+class PlainPrinter:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def __call__(self, event: Event) -> None:
+        self.out.write(describe(event) + "\n")
+        self.out.flush()
+
+    def summary(self, result: Result) -> None:
+        self.out.write(summary_line(result) + "\n")
+        self.out.flush()
+
+    def close(self) -> None:
+        pass
+
+
+class JsonPrinter:
+    """``-o json``: one event object per line; the summary is a final ``{"type": "result", ...}``."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def __call__(self, event: Event) -> None:
+        self.out.write(json.dumps(to_dict(event), separators=(",", ":")) + "\n")
+        self.out.flush()
+
+    def summary(self, result: Result) -> None:
+        data = {
+            "type": "result",
+            "ok": result.ok,
+            "failedStep": result.failed_step,
+            "error": str(result.error) if result.error else None,
+            "steps": result.steps_done,
+            "applied": result.applied,
+            "pruned": result.pruned,
+        }
+        self.out.write(json.dumps(data, separators=(",", ":")) + "\n")
+        self.out.flush()
+
+    def close(self) -> None:
+        pass
+
+
+_MARK = {"current": "ok", "failed": "!!", "in-progress": "..", "not-found": "??"}
+
+
+class TtyPrinter:
+    """A live block for the running step (one row per object: state, message, elapsed vs timeout),
+    redrawn in place; finished steps scroll up as plain lines."""
+
+    def __init__(
+        self, out: TextIO, clock: Callable[[], float] = time.monotonic, refresh: float = 0.25
+    ) -> None:
+        self.out = out
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._drawn = 0
+        self._step: StepStart | None = None
+        self._started = 0.0
+        self._rows: dict[str, tuple[str, str]] = {}
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, args=(refresh,), daemon=True)
+        self._ticker.start()
+
+    def __call__(self, event: Event) -> None:
+        with self._lock:
+            self._handle(event)
+            self._draw()
+
+    def _handle(self, event: Event) -> None:
+        if isinstance(event, StepStart):
+            self._step, self._started, self._rows = event, self.clock(), {}
+        elif isinstance(event, Apply):
+            self._rows[event.object] = (event.action, event.detail)
+        elif isinstance(event, Status):
+            self._rows[event.object] = (event.state, event.message)
+        elif isinstance(event, StepDone):
+            self._clear()
+            self.out.write(describe(event) + "\n")
+            for obj, (state, message) in self._rows.items():
+                self.out.write(f"  {obj}: {state}" + (f": {message}" if message else "") + "\n")
+            self._step, self._rows = None, {}
+        elif isinstance(event, Prune | Error):
+            self._clear()
+            self.out.write(describe(event) + "\n")
+
+    def _block(self) -> list[str]:
+        if self._step is None:
+            return []
+        step = self._step
+        progress = f"{elapsed(self.clock() - self._started)} / {seconds(step.timeout)}"
+        header = f"> step {step.step} {step.name}   {progress}"
+        width = max((len(o) for o in self._rows), default=0)
+        rows = [
+            f"  {_MARK.get(state, '->')} {obj.ljust(width)}  {state:<11} {message}"
+            for obj, (state, message) in self._rows.items()
+        ]
+        return [header, *rows]
+
+    def _clear(self) -> None:
+        if self._drawn:
+            self.out.write(f"\x1b[{self._drawn}F\x1b[J")
+            self._drawn = 0
+
+    def _draw(self) -> None:
+        self._clear()
+        lines = self._block()
+        for line in lines:
+            self.out.write(line + "\n")
+        self._drawn = len(lines)
+        self.out.flush()
+
+    def _tick(self, refresh: float) -> None:
+        while not self._stop.wait(refresh):
+            with self._lock:
+                if self._step is not None:
+                    self._draw()
+
+    def summary(self, result: Result) -> None:
+        with self._lock:
+            self._clear()
+            self.out.write(summary_line(result) + "\n")
+            self.out.flush()
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+def make_printer(output: str, out: TextIO) -> Printer:
+    if output == "json":
+        return JsonPrinter(out)
+    if out.isatty():
+        return TtyPrinter(out)
+    return PlainPrinter(out)
+
+
+def plan_data(plan: Plan) -> dict[str, Any]:
+    return {
+        "type": "plan",
+        "steps": [
+            {
+                "index": step.index,
+                "name": step.name,
+                "timeout": step.timeout,
+                "wait": step.wait,
+                "objects": [str(item.key) for item in step.items],
+            }
+            for step in plan.steps
+        ],
+    }
+
+
+def format_plan(plan: Plan) -> str:
+    lines = []
+    for step in plan.steps:
+        wait = "waits for health" if step.wait else "does not wait"
+        lines.append(f"step {step.index} {step.name} (timeout {step.timeout_text}, {wait})")
+        lines.extend(f"  {n}. {item.key}" for n, item in enumerate(step.items, 1))
+    if not lines:
+        lines.append("nothing to apply")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,217 @@
+"""Health of a live object, computed from the object alone (kstatus rules, plus the runner's own rule for
+Jobs: healthy only when Complete). Pure: the waiter feeds it objects from watch events.
+
+Deployments, StatefulSets and DaemonSets are judged the way ``kubectl rollout status`` judges them;
+custom resources by ``observedGeneration`` and their ``Ready``/``Stalled`` conditions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+State = Literal["current", "in-progress", "failed", "not-found"]
+
+
+@dataclass(frozen=True)
+class Health:
+    state: State
+    message: str
+
+    @property
+    def done(self) -> bool:
+        return self.state in ("current", "failed")
+
+
+def health(obj: dict[str, Any] | None) -> Health:
+    """The health of ``obj`` (None: the object does not exist)."""
+    if obj is None:
+        return Health("not-found", "not found")
+    meta = obj.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        return Health("in-progress", "being deleted")
+    kind = obj.get("kind")
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    checker = _BUILTIN.get((group, str(kind)))
+    if checker is not None:
+        return checker(obj)
+    return _generic(obj)
+
+
+def _status(obj: dict[str, Any]) -> dict[str, Any]:
+    status = obj.get("status")
+    return status if isinstance(status, dict) else {}
+
+
+def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    found = _status(obj).get("conditions")
+    if not isinstance(found, list):
+        return {}
+    return {str(c.get("type")): c for c in found if isinstance(c, dict)}
+
+
+def _is_true(cond: dict[str, Any] | None) -> bool:
+    return cond is not None and cond.get("status") == "True"
+
+
+def _reason(cond: dict[str, Any]) -> str:
+    parts = [str(cond[k]) for k in ("reason", "message") if cond.get(k)]
+    return ": ".join(parts) if parts else str(cond.get("type", ""))
+
+
+def _generation_observed(obj: dict[str, Any]) -> bool:
+    generation = (obj.get("metadata") or {}).get("generation")
+    observed = _status(obj).get("observedGeneration")
+    return generation is None or observed is None or int(observed) >= int(generation)
+
+
+def _int(status: dict[str, Any], key: str) -> int:
+    value = status.get(key)
+    return int(value) if isinstance(value, int) else 0
+
+
+def _job(obj: dict[str, Any]) -> Health:
+    conds = _conditions(obj)
+    for failed in ("Failed", "FailureTarget"):
+        if _is_true(conds.get(failed)):
+            return Health("failed", _reason(conds[failed]))
+    if _is_true(conds.get("Complete")):
+        return Health("current", f"complete ({_int(_status(obj), 'succeeded')} succeeded)")
+    if _is_true(conds.get("Suspended")) or (obj.get("spec") or {}).get("suspend") is True:
+        return Health("in-progress", "suspended")
+    status = _status(obj)
+    return Health(
+        "in-progress", f"running: {_int(status, 'active')} active, {_int(status, 'succeeded')} succeeded, "
+        f"{_int(status, 'failed')} failed"
+    )  # fmt: skip
+
+
+def _deployment(obj: dict[str, Any]) -> Health:
+    if not _generation_observed(obj) or "observedGeneration" not in _status(obj):
+        return Health("in-progress", "waiting for the deployment spec update to be observed")
+    status, spec = _status(obj), obj.get("spec") or {}
+    progressing = _conditions(obj).get("Progressing")
+    if progressing is not None and progressing.get("reason") == "ProgressDeadlineExceeded":
+        return Health("failed", _reason(progressing))
+    if spec.get("paused") is True:
+        return Health("current", "paused")
+    replicas = spec.get("replicas", 1)
+    updated, total = _int(status, "updatedReplicas"), _int(status, "replicas")
+    available = _int(status, "availableReplicas")
+    if updated < replicas:
+        return Health("in-progress", f"{updated} of {replicas} new replicas updated")
+    if total > updated:
+        return Health("in-progress", f"{total - updated} old replicas pending termination")
+    if available < updated:
+        return Health("in-progress", f"{available} of {updated} updated replicas available")
+    return Health("current", f"rolled out ({available} available)")
+
+
+def _statefulset(obj: dict[str, Any]) -> Health:
+    spec, status = obj.get("spec") or {}, _status(obj)
+    strategy = spec.get("updateStrategy") or {}
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        return Health("current", f"update strategy {strategy.get('type')}: rollout not tracked")
+    if "observedGeneration" not in status or not _generation_observed(obj):
+        return Health("in-progress", "waiting for the statefulset spec update to be observed")
+    replicas = spec.get("replicas", 1)
+    ready = _int(status, "readyReplicas")
+    if ready < replicas:
+        return Health("in-progress", f"{ready} of {replicas} pods ready")
+    partition = (strategy.get("rollingUpdate") or {}).get("partition")
+    if isinstance(partition, int) and partition > 0:
+        updated = _int(status, "updatedReplicas")
+        if updated < replicas - partition:
+            return Health("in-progress", f"{updated} of {replicas - partition} partitioned pods updated")
+        return Health("current", f"partitioned rollout done ({updated} updated)")
+    if status.get("updateRevision") != status.get("currentRevision"):
+        return Health("in-progress", f"{_int(status, 'updatedReplicas')} of {replicas} pods updated")
+    return Health("current", f"rolled out ({ready} ready)")
+
+
+def _daemonset(obj: dict[str, Any]) -> Health:
+    spec, status = obj.get("spec") or {}, _status(obj)
+    strategy = spec.get("updateStrategy") or {}
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        return Health("current", f"update strategy {strategy.get('type')}: rollout not tracked")
+    if "observedGeneration" not in status or not _generation_observed(obj):
+        return Health("in-progress", "waiting for the daemonset spec update to be observed")
+    desired = _int(status, "desiredNumberScheduled")
+    updated, available = _int(status, "updatedNumberScheduled"), _int(status, "numberAvailable")
+    if updated < desired:
+        return Health("in-progress", f"{updated} of {desired} updated pods scheduled")
+    if available < desired:
+        return Health("in-progress", f"{available} of {desired} updated pods available")
+    return Health("current", f"rolled out ({available} available)")
+
+
+def _replicaset(obj: dict[str, Any]) -> Health:
+    if not _generation_observed(obj):
+        return Health("in-progress", "waiting for the spec update to be observed")
+    replicas = (obj.get("spec") or {}).get("replicas", 1)
+    available = _int(_status(obj), "availableReplicas")
+    if available < replicas:
+        return Health("in-progress", f"{available} of {replicas} replicas available")
+    return Health("current", f"{available} available")
+
+
+def _pod(obj: dict[str, Any]) -> Health:
+    phase = _status(obj).get("phase")
+    if phase == "Succeeded":
+        return Health("current", "succeeded")
+    if phase == "Failed":
+        return Health("failed", str(_status(obj).get("reason") or "pod failed"))
+    if phase == "Running" and _is_true(_conditions(obj).get("Ready")):
+        return Health("current", "running and ready")
+    return Health("in-progress", f"phase {phase or 'Pending'}")
+
+
+def _pvc(obj: dict[str, Any]) -> Health:
+    phase = _status(obj).get("phase")
+    return Health("current", "bound") if phase == "Bound" else Health("in-progress", f"phase {phase}")
+
+
+def _namespace(obj: dict[str, Any]) -> Health:
+    phase = _status(obj).get("phase", "Active")
+    return Health("current", "active") if phase == "Active" else Health("in-progress", f"phase {phase}")
+
+
+def _crd(obj: dict[str, Any]) -> Health:
+    conds = _conditions(obj)
+    names = conds.get("NamesAccepted")
+    if names is not None and names.get("status") == "False":
+        return Health("failed", _reason(names))
+    if _is_true(conds.get("Established")):
+        return Health("current", "established")
+    return Health("in-progress", "waiting to be established")
+
+
+def _generic(obj: dict[str, Any]) -> Health:
+    """kstatus for custom resources: Stalled=True fails, Ready decides, no conditions means current."""
+    if not _generation_observed(obj):
+        return Health("in-progress", "waiting for the controller to observe the new generation")
+    conds = _conditions(obj)
+    if _is_true(conds.get("Stalled")):
+        return Health("failed", _reason(conds["Stalled"]))
+    ready = conds.get("Ready")
+    if ready is not None:
+        if ready.get("status") == "True":
+            return Health("current", _reason(ready) if ready.get("message") else "ready")
+        return Health("in-progress", f"not ready: {_reason(ready)}")
+    if _is_true(conds.get("Reconciling")):
+        return Health("in-progress", _reason(conds["Reconciling"]))
+    return Health("current", "exists")
+
+
+_BUILTIN = {
+    ("batch", "Job"): _job,
+    ("apps", "Deployment"): _deployment,
+    ("apps", "StatefulSet"): _statefulset,
+    ("apps", "DaemonSet"): _daemonset,
+    ("apps", "ReplicaSet"): _replicaset,
+    ("", "Pod"): _pod,
+    ("", "PersistentVolumeClaim"): _pvc,
+    ("", "Namespace"): _namespace,
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): _crd,
+}
+# Every other kind (ConfigMap, Service, RBAC, ...) goes through _generic: healthy once it exists.
