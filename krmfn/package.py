@@ -1,0 +1,366 @@
+"""Read and write a kpt package's resources the way ``kpt fn render`` does, for ``krmfn render``.
+
+Reading: every ``*.yaml``, ``*.yml`` and ``Kptfile`` under the package directory in ``filepath.Walk``
+order (hidden directories included, ``.git`` excluded), minus what ``.krmignore`` lists and minus
+nested packages (directories with their own Kptfile), which are read as packages of their own. Each
+object gets kpt's bookkeeping annotations (path, index, package-path, seqindent, ids) so a function
+sees exactly what it would see under kpt.
+
+Writing: the objects of each file, in index order, with the bookkeeping annotations removed, one
+``---``-separated document each, every sequence indented as the document was (kpt's ``seqindent``);
+files left without objects are removed and new objects go to ``<kind>_<name>.yaml``, as kpt does.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from krmfn.errors import PipelineError, YAMLSyntaxError
+from krmfn.kobj import Obj, annotations_of, metadata
+from krmfn.limits import Limits
+from krmfn.resourcelist import item_problem
+from krmfn.yamlio import Mode, check_expanded, check_size, load_all_fast
+
+PATH = "config.kubernetes.io/path"
+INDEX = "config.kubernetes.io/index"
+INTERNAL = "internal.config.kubernetes.io/"
+I_PATH = INTERNAL + "path"
+I_INDEX = INTERNAL + "index"
+PACKAGE_PATH = INTERNAL + "package-path"
+SEQINDENT = INTERNAL + "seqindent"
+IDS = (INTERNAL + "annotations-migration-resource-id", INTERNAL + "id", "config.k8s.io/id")
+BOOKKEEPING = (PATH, INDEX, I_PATH, I_INDEX, PACKAGE_PATH, SEQINDENT, *IDS)
+KPTFILE = "Kptfile"
+SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass
+class Package:
+    directory: Path
+    kptfile: Obj
+    files: list[str] = field(default_factory=list)
+    """The resource files read, relative to the package, so write-back can remove emptied ones."""
+    items: list[Obj] = field(default_factory=list)
+    subpackages: list[Package] = field(default_factory=list)
+
+
+def read(directory: Path, mode: Mode, limits: Limits | None = None) -> Package:
+    """The package at ``directory`` with its nested packages; a Kptfile is required at the top."""
+    limits = limits or Limits()
+    if not (directory / KPTFILE).is_file():
+        raise PipelineError(f"{directory}: no Kptfile; krmfn render runs a kpt package's pipeline")
+    package = Package(directory.resolve(), {})
+    for relative, is_package in _walk(package.directory, package.directory, _Ignore.of(package.directory)):
+        if is_package:
+            package.subpackages.append(read(package.directory / relative, mode, limits))
+            continue
+        package.files.append(relative)
+        package.items.extend(_read_file(package.directory, relative, mode, limits))
+    kptfiles = [o for o in package.items if annotations_of(o).get(I_PATH) == KPTFILE]
+    if len(kptfiles) != 1 or kptfiles[0].get("kind") != KPTFILE:
+        raise PipelineError(f"{directory / KPTFILE}: expected exactly one object of kind Kptfile")
+    package.kptfile = kptfiles[0]
+    return package
+
+
+def all_items(package: Package) -> list[Obj]:
+    """What kpt passes to a package's pipeline: its subpackages' (rendered) items first, then its own."""
+    return [item for sub in package.subpackages for item in all_items(sub)] + package.items
+
+
+def _walk(root: Path, directory: Path, ignore: _Ignore) -> Iterator[tuple[str, bool]]:
+    """(path relative to root, is a nested package) in Go's filepath.Walk order."""
+    for entry in sorted(directory.iterdir(), key=lambda p: p.name.encode()):
+        relative = entry.relative_to(root).as_posix()
+        if entry.is_dir():
+            if entry.name == ".git" or ignore.ignored(relative, True):
+                continue
+            if (entry / KPTFILE).is_file():
+                yield relative, True
+            else:
+                yield from _walk(root, entry, ignore)
+        elif (entry.name == KPTFILE or entry.name.endswith(SUFFIXES)) and not ignore.ignored(relative, False):
+            yield relative, False
+        elif entry.name.endswith(".json") and not ignore.ignored(relative, False):
+            raise PipelineError(
+                f"{root / relative}: JSON resource files are not supported by krmfn render; "
+                "use `kpt fn render` or convert the file to YAML"
+            )
+
+
+@dataclass(frozen=True)
+class _Ignore:
+    """The gitignore subset kpt packages use in ``.krmignore``: globs, ``dir/``, ``/anchored``."""
+
+    patterns: tuple[tuple[str, bool, bool], ...]
+
+    @classmethod
+    def of(cls, directory: Path) -> _Ignore:
+        path = directory / ".krmignore"
+        lines = path.read_text().splitlines() if path.is_file() else []
+        patterns = []
+        for line in lines:
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            if text.startswith("!"):
+                raise PipelineError(f"{path}: negated patterns ({text}) are not supported by krmfn render")
+            dir_only = text.endswith("/")
+            text = text.strip("/")
+            anchored = "/" in text or line.strip().startswith("/")
+            patterns.append((text, dir_only, anchored))
+        return cls(tuple(patterns))
+
+    def ignored(self, relative: str, is_dir: bool) -> bool:
+        parts = relative.split("/")
+        for pattern, dir_only, anchored in self.patterns:
+            if dir_only and not is_dir:
+                continue
+            if anchored:
+                if fnmatch.fnmatchcase(relative, pattern):
+                    return True
+            elif fnmatch.fnmatchcase(parts[-1], pattern):
+                return True
+        return False
+
+
+def _read_file(package_dir: Path, relative: str, mode: Mode, limits: Limits) -> list[Obj]:
+    path = package_dir / relative
+    text = path.read_text(encoding="utf-8")
+    check_size(text, limits)
+    chunks = _documents(text)
+    try:
+        docs = list(load_all_fast(text, limits)) if mode == "fast" else _load_all_fidelity(text, limits)
+    except (YAMLSyntaxError, PipelineError) as err:
+        raise PipelineError(f"{path}: {err}") from None
+    items: list[Obj] = []
+    present = [d for d in docs if d is not None]
+    for index, doc in enumerate(present):
+        problem = item_problem(doc)
+        if problem:
+            raise PipelineError(f"{path}: document {index}: {problem}")
+        chunk = chunks[index] if len(chunks) == len(present) else text
+        _annotate(doc, relative, index, package_dir, seq_indent(chunk))
+        items.append(doc)
+    return items
+
+
+def _documents(text: str) -> list[str]:
+    """The non-empty documents of a stream as text, to measure each one's sequence indentation."""
+    chunks: list[str] = []
+    current: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("---"):
+            chunks.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    chunks.append("\n".join(current))
+    return [c for c in chunks if any(ln.strip() and not ln.lstrip().startswith("#") for ln in c.splitlines())]
+
+
+def seq_indent(text: str) -> str:
+    """kyaml's DeriveSeqIndentStyle: how the first block sequence under a key is indented."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        before, dash, _ = line.partition("- ")
+        if not dash or before.strip(" ") or i == 0:
+            continue
+        key_line = lines[i - 1]
+        key_indent = len(key_line) - len(key_line.lstrip(" "))
+        trimmed = key_line.strip(" ")
+        if trimmed.count(":") != 1 or not trimmed.endswith(":"):
+            continue
+        if len(before) == key_indent:
+            return "compact"
+        if len(before) - key_indent == 2:
+            return "wide"
+    return "compact"
+
+
+def _annotate(obj: Obj, relative: str, index: int, package_dir: Path, indent: str) -> None:
+    notes = metadata(obj).get("annotations")
+    if not isinstance(notes, dict):
+        notes = _mapping_like(obj)
+        metadata(obj)["annotations"] = notes
+    values = {
+        INDEX: str(index),
+        PATH: relative,
+        I_INDEX: str(index),
+        PACKAGE_PATH: str(package_dir),
+        I_PATH: relative,
+        SEQINDENT: indent,
+    }
+    for key, value in values.items():
+        notes[key] = value
+
+
+def assign_ids(items: list[Obj]) -> None:
+    """kpt numbers the objects it passes to each pipeline; functions may rely on the ids being there."""
+    for number, obj in enumerate(items):
+        notes = metadata(obj).setdefault("annotations", _mapping_like(obj))
+        for key, value in zip(IDS, (str(number), str(number + 1), str(number + 1)), strict=True):
+            notes[key] = value
+
+
+def _mapping_like(obj: Obj) -> dict[str, Any]:
+    return type(obj)() if type(obj) is not dict else {}
+
+
+def strip(obj: Obj) -> Obj:
+    """Remove kpt's bookkeeping annotations (and an annotations mapping they leave empty)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        notes = meta.get("annotations")
+        if isinstance(notes, dict):
+            for key in BOOKKEEPING:
+                notes.pop(key, None)
+            if not notes:
+                del meta["annotations"]
+    return obj
+
+
+def location(obj: Obj, default_package: Path) -> tuple[Path, str, int]:
+    """(package directory, file, index) an object is written to; a function may have moved it."""
+    notes = annotations_of(obj)
+    package = Path(str(notes.get(PACKAGE_PATH) or default_package))
+    path, internal = notes.get(PATH), notes.get(I_PATH)
+    # kpt accepts a change to either annotation; when both are present and differ, the legacy one won.
+    chosen = str(path if path is not None else internal or "")
+    index_text = str(notes.get(INDEX, notes.get(I_INDEX, "0")))
+    index = int(index_text) if index_text.isdigit() else 0
+    if not chosen:
+        meta = obj.get("metadata") or {}
+        chosen = f"{str(obj.get('kind', '')).lower()}_{meta.get('name', '')}.yaml"
+        namespace = meta.get("namespace")
+        if namespace:
+            chosen = f"{namespace}/{chosen}"
+    return package, chosen, index
+
+
+def write(root: Package, items: list[Obj], mode: Mode) -> list[Path]:
+    """Write ``items`` back into the package tree; returns the files written or removed."""
+    files: dict[tuple[Path, str], list[tuple[int, str, Obj]]] = {}
+    for obj in items:
+        package, relative, index = location(obj, root.directory)
+        indent = str(annotations_of(obj).get(SEQINDENT) or "compact")
+        files.setdefault((package, relative), []).append((index, indent, obj))
+    touched: list[Path] = []
+    for (package, relative), entries in files.items():
+        entries.sort(key=lambda e: e[0])
+        text = "---\n".join(dump_one(strip(obj), indent, mode) for _, indent, obj in entries)
+        path = package / relative
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            touched.append(path)
+    for read_package in _packages(root):
+        for relative in read_package.files:
+            if (read_package.directory, relative) not in files:
+                (read_package.directory / relative).unlink(missing_ok=True)
+                touched.append(read_package.directory / relative)
+    return touched
+
+
+def _packages(root: Package) -> Iterator[Package]:
+    yield root
+    for sub in root.subpackages:
+        yield from _packages(sub)
+
+
+def dump_one(doc: Obj, indent: str, mode: Mode) -> str:
+    if mode == "fast":
+        from krmfn.yamlio import dump_fast
+
+        return dump_fast(doc)
+    out = io.StringIO()
+    _writer(indent).dump(doc, out)
+    return out.getvalue()
+
+
+_WRITERS: dict[str, Any] = {}
+
+
+def _writer(indent: str) -> Any:
+    if indent not in _WRITERS:
+        from ruamel.yaml import YAML
+
+        rt = YAML(typ="rt")
+        rt.preserve_quotes = True
+        rt.width = 1 << 30
+        if indent == "wide":
+            rt.indent(mapping=2, sequence=4, offset=2)
+        else:
+            rt.indent(mapping=2, sequence=2, offset=0)
+        rt.allow_duplicate_keys = False
+        _WRITERS[indent] = rt
+    return _WRITERS[indent]
+
+
+def _load_all_fidelity(text: str, limits: Limits) -> list[Any]:
+    from ruamel.yaml.constructor import DuplicateKeyError
+
+    try:
+        docs = list(_writer("compact").load_all(text))
+    except DuplicateKeyError as err:
+        raise YAMLSyntaxError(str(err).strip().splitlines()[0]) from None
+    except Exception as err:  # ruamel raises many error types; all mean "not valid YAML" to a user
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise YAMLSyntaxError(f"{getattr(err, 'problem', None) or type(err).__name__}{where}") from None
+    for doc in docs:
+        check_expanded(doc, limits)
+    return docs
+
+
+Shape = tuple[list[Any], dict[Any, "Shape"]] | list["Shape"] | None
+
+
+def shape(value: Any) -> Shape:
+    """The key order of every mapping in ``value``, to restore it after a function ran."""
+    if isinstance(value, dict):
+        return (list(value), {k: shape(v) for k, v in value.items() if isinstance(v, (dict, list))})
+    if isinstance(value, list):
+        return [shape(v) for v in value]
+    return None
+
+
+def sync_order(value: Any, before: Shape) -> None:
+    """kyaml's SyncOrder, which kpt applies after every function: keys keep their previous order,
+    keys the function added follow them; list elements are matched by position."""
+    if isinstance(value, dict) and isinstance(before, tuple):
+        keys, children = before
+        current = list(value)
+        known = set(keys)
+        wanted = [k for k in keys if k in value] + [k for k in current if k not in known]
+        if wanted != current:
+            mover = getattr(value, "move_to_end", None)
+            if callable(mover):  # ruamel's CommentedMap: comments are stored by key and survive a move
+                for key in wanted:
+                    mover(key)
+            else:
+                entries = [(k, value[k]) for k in wanted]
+                value.clear()
+                value.update(entries)
+        for key, child in children.items():
+            if key in value:
+                sync_order(value[key], child)
+    elif isinstance(value, list) and isinstance(before, list):
+        for element, child in zip(value, before, strict=False):
+            sync_order(element, child)
+
+
+def snapshot(items: list[Obj]) -> dict[str, Shape]:
+    return {str(annotations_of(o).get(IDS[2])): shape(o) for o in items if annotations_of(o).get(IDS[2])}
+
+
+def restore_order(items: list[Obj], shapes: dict[str, Shape]) -> None:
+    for obj in items:
+        found = shapes.get(str(annotations_of(obj).get(IDS[2])))
+        if found is not None:
+            sync_order(obj, found)

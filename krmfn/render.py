@@ -1,0 +1,274 @@
+"""``krmfn render DIR``: run a kpt package's Kptfile pipeline in-process, with no kpt, kustomize or cluster.
+
+Every pipeline entry must be one of krmfn's own functions (``exec: krmfn-<name>``, or an image named
+``.../krmfn-<name>:<tag>``, which runs the installed version); anything else is a clear error that
+points at ``kpt fn render``. Packages are read and annotated as kpt reads them (see krmfn.package),
+nested packages are rendered first with their own pipelines, and the whole tree costs one parse and
+one serialization. The rendered stream goes to stdout; ``--in-place`` writes the files back instead.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from krmfn import package as pkg
+from krmfn.errors import KrmfnError, PipelineError
+from krmfn.kobj import Obj, annotations_of, is_local_config
+from krmfn.pipeline import COMBINED, Step
+from krmfn.pipeline import run as run_pipeline
+from krmfn.resourcelist import API_VERSIONS, ResourceList
+from krmfn.results import Result
+from krmfn.yamlio import Mode, dump_fast, plain
+
+USAGE = """usage: krmfn render DIR [--in-place] [--yaml fast|fidelity] [--results-dir DIR]
+
+Runs the Kptfile pipeline of the kpt package DIR (and of its nested packages, first) in-process.
+Every pipeline entry must be a krmfn function: `exec: krmfn-<name>` or an image named
+`.../krmfn-<name>:<tag>`. Prints the rendered objects (no Kptfile, no local config, no kpt
+bookkeeping annotations) as a multi-document YAML stream.
+
+  --in-place        write the package files back as `kpt fn render` does, instead of printing
+  --yaml MODE       fast (default for stdout) or fidelity (comments and quotes kept; the default
+                    and the only choice with --in-place)
+  --results-dir D   write D/results.yaml (kpt's FunctionResultList) with every function's results
+"""
+_EXEC_PREFIX = "krmfn-"
+
+
+@dataclass(frozen=True)
+class Options:
+    directory: Path
+    in_place: bool = False
+    mode: Mode = "fast"
+    results_dir: Path | None = None
+
+
+@dataclass
+class Run:
+    """One function run, as kpt's results.yaml records it."""
+
+    package: Path
+    entry: dict[str, Any]
+    results: list[Result]
+
+    @property
+    def failed(self) -> bool:
+        return any(r.severity == "error" for r in self.results)
+
+
+@dataclass
+class Rendered:
+    items: list[Obj]
+    runs: list[Run] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(r.failed for r in self.runs)
+
+
+def main(argv: list[str], stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    out, err = stdout or sys.stdout, stderr or sys.stderr
+    try:
+        options = parse_args(argv[1:])
+    except _Usage as problem:
+        if problem.show_help:
+            out.write(USAGE)
+            return 0
+        err.write(f"krmfn render: {problem}\n{USAGE}")
+        return 2
+    try:
+        package = pkg.read(options.directory, options.mode)
+        rendered = render_package(package)
+    except (KrmfnError, OSError, UnicodeDecodeError) as problem:
+        err.write(f"krmfn render: {problem}\n")
+        return 1
+    if options.results_dir is not None:
+        write_results(options.results_dir, rendered)
+    for run in rendered.runs:
+        for result in run.results:
+            if result.severity != "info":
+                err.write(f"krmfn render: {_name(run.entry)}: {result.describe()}\n")
+    if rendered.failed:
+        return 1
+    if options.in_place:
+        pkg.write(package, rendered.items, options.mode)
+    else:
+        out.write(stream(rendered.items, options.mode))
+    return 0
+
+
+class _Usage(Exception):
+    def __init__(self, message: str = "", show_help: bool = False) -> None:
+        super().__init__(message)
+        self.show_help = show_help
+
+
+def parse_args(args: list[str]) -> Options:
+    directory: str | None = None
+    in_place, mode, results_dir = False, "", None
+    while args:
+        arg = args.pop(0)
+        if arg in ("-h", "--help"):
+            raise _Usage(show_help=True)
+        if arg == "--in-place":
+            in_place = True
+        elif arg in ("--yaml", "--results-dir") and not args:
+            raise _Usage(f"{arg} needs a value")
+        elif arg == "--yaml" or arg.startswith("--yaml="):
+            mode = arg.partition("=")[2] if "=" in arg else args.pop(0)
+        elif arg == "--results-dir" or arg.startswith("--results-dir="):
+            results_dir = Path(arg.partition("=")[2] if "=" in arg else args.pop(0))
+        elif arg.startswith("-"):
+            raise _Usage(f"unknown flag {arg!r}")
+        elif directory is None:
+            directory = arg
+        else:
+            raise _Usage(f"one package directory expected, got {directory!r} and {arg!r}")
+    if directory is None:
+        raise _Usage("the package directory is required")
+    if mode not in ("", "fast", "fidelity"):
+        raise _Usage(f"--yaml {mode!r}: expected fast or fidelity")
+    if in_place and mode == "fast":
+        raise _Usage("--in-place keeps comments and quoting, so it needs --yaml fidelity")
+    chosen: Mode = "fidelity" if in_place or mode == "fidelity" else "fast"
+    return Options(Path(directory), in_place, chosen, results_dir)
+
+
+def render_package(package: pkg.Package) -> Rendered:
+    """Render the nested packages, then this package's pipeline over their objects and its own."""
+    runs: list[Run] = []
+    items: list[Obj] = []
+    for sub in package.subpackages:
+        done = render_package(sub)
+        runs.extend(done.runs)
+        if done.failed:
+            return Rendered(items, runs)
+        items.extend(done.items)
+    items.extend(package.items)
+    mutators, validators = pipeline_of(package)
+    if not mutators and not validators:
+        return Rendered(items, runs)
+    pkg.assign_ids(items)
+    rl = ResourceList(items=items, root={"apiVersion": API_VERSIONS[0], "kind": "ResourceList"})
+    for entries in (mutators, validators):
+        for entry, step in entries:
+            before = pkg.snapshot(rl.items)
+            outcome = run_pipeline(rl, [step])
+            pkg.restore_order(rl.items, before)
+            runs.append(Run(package.directory, entry, outcome.results))
+            if outcome.failed:
+                return Rendered(rl.items, runs)
+    return Rendered(rl.items, runs)
+
+
+def pipeline_of(package: pkg.Package) -> tuple[list[tuple[dict[str, Any], Step]], ...]:
+    pipeline = package.kptfile.get("pipeline") or {}
+    if not isinstance(pipeline, dict):
+        raise PipelineError(f"{package.directory / pkg.KPTFILE}: pipeline must be a mapping")
+    sections = []
+    for section in ("mutators", "validators"):
+        entries = pipeline.get(section) or []
+        if not isinstance(entries, list):
+            raise PipelineError(f"{package.directory / pkg.KPTFILE}: pipeline.{section} must be a list")
+        sections.append(
+            [(entry, _step(package, entry, f"pipeline.{section}[{i}]")) for i, entry in enumerate(entries)]
+        )
+    return tuple(sections)
+
+
+def _step(package: pkg.Package, entry: Any, where: str) -> Step:
+    location = f"{package.directory / pkg.KPTFILE}: {where}"
+    if not isinstance(entry, dict):
+        raise PipelineError(f"{location}: expected a mapping with exec or image")
+    for unsupported in ("selectors", "exclude"):
+        if entry.get(unsupported):
+            raise PipelineError(
+                f"{location}: {unsupported} is not supported by krmfn render; use `kpt fn render`"
+            )
+    name = function_name(entry)
+    if name is None:
+        what = entry.get("exec") or entry.get("image") or "(no exec or image)"
+        raise PipelineError(
+            f"{location}: {what!s} is not a krmfn function; krmfn render runs only "
+            "`exec: krmfn-<name>` (or images named krmfn-<name>). Use `kpt fn render --allow-exec` "
+            "for pipelines that mix in other functions"
+        )
+    return Step(name, _config(package, entry, location))
+
+
+def function_name(entry: dict[str, Any]) -> str | None:
+    """The krmfn function a pipeline entry runs, or None when it is not one of krmfn's."""
+    from krmfn.registry import CANONICAL_ORDER
+
+    known = {*CANONICAL_ORDER, *COMBINED}
+    exec_, image = entry.get("exec"), entry.get("image")
+    if isinstance(exec_, str) and exec_.strip():
+        command, *args = exec_.split()
+        # `--yaml` only picks a parser; in-process the package's mode applies
+        if any(not a.startswith("--yaml") and a not in ("fast", "fidelity", "auto") for a in args):
+            return None
+        base = command.rsplit("/", 1)[-1]
+        name = base.removeprefix(_EXEC_PREFIX)
+        return name if base.startswith(_EXEC_PREFIX) and name in known else None
+    if isinstance(image, str) and image.strip():
+        base = image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0]
+        name = base.removeprefix(_EXEC_PREFIX)
+        return name if base.startswith(_EXEC_PREFIX) and name in known else None
+    return None
+
+
+def _config(package: pkg.Package, entry: dict[str, Any], location: str) -> Any:
+    path, inline = entry.get("configPath"), entry.get("configMap")
+    if path is not None and inline is not None:
+        raise PipelineError(f"{location}: set configPath or configMap, not both")
+    if inline is not None:
+        if not isinstance(inline, dict):
+            raise PipelineError(f"{location}: configMap must be a mapping of strings")
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "function-input"},
+            "data": dict(inline),
+        }
+    if path is None:
+        return None
+    wanted = str(path).removeprefix("./")
+    found = [obj for obj in package.items if annotations_of(obj).get(pkg.I_PATH) == wanted]
+    if len(found) != 1:
+        raise PipelineError(
+            f"{location}: configPath {path!r} must name a file of the package holding one object"
+        )
+    return found[0]
+
+
+def _name(entry: dict[str, Any]) -> str:
+    return str(entry.get("exec") or entry.get("image") or "?")
+
+
+def stream(items: list[Obj], mode: Mode) -> str:
+    """The rendered objects a cluster would receive: no Kptfile, no local config, no bookkeeping."""
+    kept = [pkg.strip(obj) for obj in items if not is_local_config(obj)]
+    indent = "compact"
+    return "---\n".join(pkg.dump_one(obj, indent, mode) for obj in kept)
+
+
+def write_results(directory: Path, rendered: Rendered) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    items = []
+    for run in rendered.runs:
+        key = "exec" if run.entry.get("exec") else "image"
+        record: dict[str, Any] = {key: str(run.entry.get(key)), "exitCode": 1 if run.failed else 0}
+        if run.results:
+            record["results"] = [plain(r.to_dict()) for r in run.results]
+        items.append(record)
+    doc = {
+        "apiVersion": "kpt.dev/v1",
+        "kind": "FunctionResultList",
+        "metadata": {"name": "fnresults"},
+        "exitCode": 1 if rendered.failed else 0,
+        "items": items,
+    }
+    (directory / "results.yaml").write_text(dump_fast(doc), encoding="utf-8")
