@@ -1,0 +1,90 @@
+"""``krmfn export``: hand the steps of a rendered stream to another engine.
+
+    krmfn export resourceset -f rendered.yaml --name NAME -n NS   one Flux Operator ResourceSet
+    krmfn export argocd -f rendered.yaml [--hooks]               the stream with Argo CD sync waves
+
+The steps are read from the annotations set-steps writes, grouped by the rules ``krmfn apply`` uses
+(krmfn.export.steps). For kpt live apply no export is needed: set-steps ``emit: [depends-on]`` writes
+the ``config.kubernetes.io/depends-on`` annotations it reads. See docs/engines.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from krmfn.errors import KrmfnError
+from krmfn.export import argocd, resourceset
+from krmfn.export.steps import group
+from krmfn.export.stream import read_sources
+from krmfn.yamlio import dump_all_fast, dump_fast
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="krmfn export", description="Write the steps of a rendered stream for another engine."
+    )
+    commands = parser.add_subparsers(dest="engine", required=True, metavar="ENGINE")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="FILE|DIR|-",
+        help="rendered manifests (multi-document YAML); a directory is read recursively; repeatable",
+    )
+    common.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    rset = commands.add_parser(
+        "resourceset",
+        parents=[common],
+        help="one Flux Operator ResourceSet with the steps in .spec.steps",
+        description="Emit a Flux Operator ResourceSet (fluxcd.controlplane.io/v1) whose .spec.steps hold "
+        "the objects grouped by krmfn.dev/step-index. At most 20 steps.",
+    )
+    rset.add_argument("--name", required=True, help="name of the ResourceSet")
+    rset.add_argument("-n", "--namespace", required=True, help="namespace of the ResourceSet")
+    rset.add_argument(
+        "--service-account", default="", metavar="NAME", help="spec.serviceAccountName to impersonate"
+    )
+    argo = commands.add_parser(
+        "argocd",
+        parents=[common],
+        help="the stream with argocd.argoproj.io/sync-wave set to the step index",
+        description="Annotate every object with argocd.argoproj.io/sync-wave from krmfn.dev/step-index.",
+    )
+    argo.add_argument(
+        "--hooks",
+        action="store_true",
+        help="Jobs of the first step become PreSync hooks and Jobs of the last step PostSync hooks "
+        "(hook-delete-policy BeforeHookCreation)",
+    )
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    try:
+        args = _parser().parse_args(argv[1:])
+    except SystemExit as stop:  # --help, or a usage error already printed by argparse
+        return stop.code if isinstance(stop.code, int) else 2
+    try:
+        steps = group(read_sources(args.filename))
+        if args.engine == "resourceset":
+            text = dump_fast(resourceset.build(steps, args.name, args.namespace, args.service_account))
+        else:
+            text = dump_all_fast(argocd.annotate(steps, args.hooks))
+    except KrmfnError as err:
+        sys.stderr.write(f"krmfn export {args.engine}: {err}\n")
+        return 1
+    if args.output:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as err:
+            sys.stderr.write(f"krmfn export {args.engine}: {args.output}: {err.strerror or err}\n")
+            return 1
+    else:
+        sys.stdout.write(text)
+    return 0

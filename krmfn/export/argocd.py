@@ -1,0 +1,56 @@
+"""``krmfn export argocd``: the steps as Argo CD sync waves, and optionally the edge Jobs as hooks.
+
+Argo CD applies wave by wave and waits for each wave to be healthy before the next, so the step index
+is the wave. Objects without a step go first, as in ``krmfn apply``: they get wave -1 unless they
+already name a wave. With hooks, the Jobs of the first step run as ``PreSync`` and those of the last
+step as ``PostSync``; ``BeforeHookCreation`` deletes the previous run's Job so a new sync can run it
+again (Job specs are immutable). Non-hook Jobs marked ``krmfn.dev/force: enabled`` get Argo CD's
+``Force=true,Replace=true`` sync options, its way to recreate an object it cannot patch.
+"""
+
+from __future__ import annotations
+
+from krmfn.export.steps import Step, Steps
+from krmfn.kobj import Obj, annotations_of, set_annotation
+
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+HOOK = "argocd.argoproj.io/hook"
+HOOK_DELETE_POLICY = "argocd.argoproj.io/hook-delete-policy"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+FORCE = "krmfn.dev/force"
+UNSTEPPED_WAVE = "-1"
+_FORCE_OPTIONS = ("Force=true", "Replace=true")
+
+
+def annotate(steps: Steps, hooks: bool) -> list[Obj]:
+    """Annotates the objects in place; returns them in input step order."""
+    hook_of: dict[int, str] = {}
+    if hooks and len(steps.steps) > 1:
+        hook_of[id(steps.first)] = "PreSync"
+        hook_of[id(steps.last)] = "PostSync"
+    out: list[Obj] = []
+    for step in steps.steps:
+        for obj in step.items:
+            _set_wave(obj, step)
+            hook = hook_of.get(id(step)) if obj.get("kind") == "Job" else None
+            if hook:
+                set_annotation(obj, HOOK, hook)
+                set_annotation(obj, HOOK_DELETE_POLICY, "BeforeHookCreation")
+            elif str(annotations_of(obj).get(FORCE, "")) == "enabled":
+                _add_sync_options(obj, _FORCE_OPTIONS)
+            out.append(obj)
+    return out
+
+
+def _set_wave(obj: Obj, step: Step) -> None:
+    if step.index is not None:
+        set_annotation(obj, SYNC_WAVE, str(step.index))
+    elif SYNC_WAVE not in annotations_of(obj):
+        set_annotation(obj, SYNC_WAVE, UNSTEPPED_WAVE)
+
+
+def _add_sync_options(obj: Obj, wanted: tuple[str, ...]) -> None:
+    current = [o.strip() for o in str(annotations_of(obj).get(SYNC_OPTIONS, "")).split(",") if o.strip()]
+    names = {o.split("=", 1)[0] for o in current}
+    merged = current + [o for o in wanted if o.split("=", 1)[0] not in names]
+    set_annotation(obj, SYNC_OPTIONS, ",".join(merged))

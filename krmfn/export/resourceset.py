@@ -1,0 +1,130 @@
+"""``krmfn export resourceset``: the steps as one Flux Operator ResourceSet with ``.spec.steps``.
+
+The operator applies and health-checks each step before the next (``.spec.wait`` gates the final
+step), which is what ``krmfn apply`` does, so the stream keeps its meaning. Embedded objects lose the
+krmfn step annotations (the step structure now says it) and kpt's bookkeeping annotations; the krmfn
+force and recreate-on-failure switches become the operator's own annotations.
+
+Every embedded object is a Go template for the operator (delimiters ``<<`` and ``>>``), so a literal
+``<<`` in the rendered stream (a shell heredoc, say) is escaped to print itself.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from krmfn.duration import format_duration, parse_duration
+from krmfn.errors import InputError
+from krmfn.export.steps import STEP_ANNOTATIONS, Step, Steps, describe
+from krmfn.kobj import PRESERVED_KEYS, PRESERVED_PREFIXES, Obj
+from krmfn.yamlio import plain
+
+API_VERSION = "fluxcd.controlplane.io/v1"
+KIND = "ResourceSet"
+MAX_STEPS = 20  # maxItems of .spec.steps in the ResourceSet CRD
+SWITCHES = {
+    "krmfn.dev/force": "fluxcd.controlplane.io/force",
+    "krmfn.dev/recreate-on-failure": "fluxcd.controlplane.io/recreateOnFailure",
+}
+SWITCH_VALUES = ("enabled", "disabled")
+# The CRD's pattern for .spec.steps[].timeout: Go durations without the ns and us units.
+_TIMEOUT = re.compile(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# Go's text/template prints a raw-string action verbatim. No spaces or quotes in it, so no YAML
+# scalar style the operator's YAML round trip may pick (folding, escaping) can split or change it.
+_LITERAL_DELIM = "<<`<<`>>"
+
+
+def build(steps: Steps, name: str, namespace: str, service_account: str = "") -> Obj:
+    _check_names(name, namespace)
+    if len(steps.steps) > MAX_STEPS:
+        raise InputError(
+            f"{len(steps.steps)} steps is over the ResourceSet limit of {MAX_STEPS} steps; "
+            "merge steps in the set-steps config, or split the stream into several ResourceSets"
+        )
+    spec: dict[str, Any] = {}
+    if service_account:
+        spec["serviceAccountName"] = service_account
+    spec["wait"] = steps.wait
+    spec["steps"] = [_step(step) for step in steps.steps]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def _check_names(name: str, namespace: str) -> None:
+    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+        raise InputError(f"--name {name!r} is not a valid object name (lowercase DNS subdomain)")
+    if len(namespace) > 63 or not _DNS_LABEL.match(namespace):
+        raise InputError(f"--namespace {namespace!r} is not a valid namespace name (lowercase DNS label)")
+
+
+def _step(step: Step) -> dict[str, Any]:
+    if len(step.name) > 63 or not _DNS_LABEL.match(step.name):
+        raise InputError(f"step name {step.name!r} is not a DNS label, which ResourceSet steps require")
+    out: dict[str, Any] = {"name": step.name}
+    if step.timeout is not None:
+        out["timeout"] = _timeout(step)
+    out["resources"] = [embed(obj) for obj in step.items]
+    return out
+
+
+def _timeout(step: Step) -> str:
+    text = str(step.timeout)
+    if _TIMEOUT.match(text):
+        return text
+    normalized = format_duration(parse_duration(text))
+    if not _TIMEOUT.match(normalized):
+        raise InputError(
+            f"step {step.name!r}: timeout {text!r} cannot be written for a ResourceSet, whose step "
+            "timeouts use the units ms, s, m and h only"
+        )
+    return normalized
+
+
+def embed(obj: Obj) -> Obj:
+    """A plain copy of ``obj`` ready for ``.spec.steps[].resources``."""
+    copy: Obj = plain(obj)
+    meta = copy["metadata"]
+    notes = meta.get("annotations")
+    if isinstance(notes, dict):
+        _translate(notes, obj)
+        for key in list(notes):
+            if key in STEP_ANNOTATIONS or key in PRESERVED_KEYS or key.startswith(PRESERVED_PREFIXES):
+                del notes[key]
+        if not notes:
+            del meta["annotations"]
+    escaped: Obj = escape_templates(copy)
+    return escaped
+
+
+def _translate(notes: dict[str, Any], obj: Obj) -> None:
+    for ours, theirs in SWITCHES.items():
+        if ours not in notes:
+            continue
+        value = str(notes.pop(ours))
+        if value not in SWITCH_VALUES:
+            raise InputError(
+                f"{describe(obj)}: annotation {ours} must be 'enabled' or 'disabled', got {value!r}"
+            )
+        if theirs in notes and str(notes[theirs]) != value:
+            raise InputError(
+                f"{describe(obj)}: annotations {ours} ({value}) and {theirs} ({notes[theirs]}) disagree; "
+                "keep one of them"
+            )
+        notes[theirs] = value
+
+
+def escape_templates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("<<", _LITERAL_DELIM)
+    if isinstance(value, dict):
+        return {escape_templates(k): escape_templates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [escape_templates(v) for v in value]
+    return value
