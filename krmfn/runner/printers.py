@@ -59,8 +59,10 @@ def summary_line(result: Result) -> str:
     if result.ok:
         pruned = f", pruned {len(result.pruned)}" if result.pruned else ""
         return f"done: {result.steps_done} step(s), {len(result.applied)} object(s) applied{pruned}"
-    where = f"step {result.failed_step}" if result.failed_step else "before the first step"
-    return f"failed at {where}: {result.error}; later steps not applied, nothing pruned"
+    message = str(result.error)
+    if result.failed_step and not message.startswith("step "):
+        message = f"step {result.failed_step}: {message}"
+    return f"failed: {message}; later steps not applied, nothing pruned"
 
 
 class PlainPrinter:
@@ -68,6 +70,8 @@ class PlainPrinter:
         self.out = out
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, Error):
+            return  # the summary line carries it, once
         self.out.write(describe(event) + "\n")
         self.out.flush()
 
@@ -145,7 +149,7 @@ class TtyPrinter:
             for obj, (state, message) in self._rows.items():
                 self.out.write(f"  {obj}: {state}" + (f": {message}" if message else "") + "\n")
             self._step, self._rows = None, {}
-        elif isinstance(event, Prune | Error):
+        elif isinstance(event, Prune):
             self._clear()
             self.out.write(describe(event) + "\n")
 

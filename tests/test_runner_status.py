@@ -1,0 +1,299 @@
+"""Health computation, one table: the object as the API server returns it -> state and message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from krmfn.runner.status import health
+
+
+def cond(type_: str, status: str = "True", reason: str = "", message: str = "") -> dict[str, str]:
+    c = {"type": type_, "status": status}
+    if reason:
+        c["reason"] = reason
+    if message:
+        c["message"] = message
+    return c
+
+
+def job(*conditions: dict[str, str], **status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "generation": 1},
+        "spec": {},
+        "status": {"conditions": list(conditions), **status},
+    }
+
+
+def deploy(want: int = 2, generation: int = 2, **status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "generation": generation},
+        "spec": {"replicas": want},
+        "status": status,
+    }
+
+
+def sts(replicas: int = 2, **status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "s", "generation": 1},
+        "spec": {"replicas": replicas},
+        "status": status,
+    }
+
+
+def ds(**status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "d", "generation": 1},
+        "spec": {},
+        "status": status,
+    }
+
+
+def cr(generation: int = 1, **status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "k", "generation": generation},
+        "status": status,
+    }
+
+
+CASES = [
+    # Jobs: healthy only when Complete
+    pytest.param(
+        job(cond("Complete"), succeeded=1), "current", "complete (1 succeeded)", id="job-complete-is-current"
+    ),
+    pytest.param(
+        job(active=1),
+        "in-progress",
+        "running: 1 active, 0 succeeded, 0 failed",
+        id="job-running-is-in-progress",
+    ),
+    pytest.param(
+        job(cond("SuccessCriteriaMet"), succeeded=1),
+        "in-progress",
+        "running: 0 active, 1 succeeded",
+        id="job-success-criteria-met-is-not-yet-complete",
+    ),
+    pytest.param(
+        job(cond("Failed", reason="BackoffLimitExceeded", message="Job has reached the backoff limit")),
+        "failed",
+        "BackoffLimitExceeded: Job has reached the backoff limit",
+        id="job-failed-carries-reason-and-message",
+    ),
+    pytest.param(
+        job(cond("FailureTarget", reason="DeadlineExceeded")),
+        "failed",
+        "DeadlineExceeded",
+        id="job-failure-target-fails-before-pods-terminate",
+    ),
+    pytest.param(job(cond("Suspended")), "in-progress", "suspended", id="suspended-job-waits"),
+    pytest.param(
+        {**job(cond("Complete")), "metadata": {"name": "j", "deletionTimestamp": "2024-01-01T00:00:00Z"}},
+        "in-progress",
+        "being deleted",
+        id="object-being-deleted-is-in-progress",
+    ),
+    # Deployments: like kubectl rollout status
+    pytest.param(
+        deploy(observedGeneration=1),
+        "in-progress",
+        "spec update to be observed",
+        id="deployment-generation-not-observed",
+    ),
+    pytest.param(
+        deploy(observedGeneration=2, replicas=2, updatedReplicas=1, availableReplicas=2),
+        "in-progress",
+        "1 of 2 new replicas updated",
+        id="deployment-not-all-replicas-updated",
+    ),
+    pytest.param(
+        deploy(observedGeneration=2, replicas=3, updatedReplicas=2, availableReplicas=2),
+        "in-progress",
+        "1 old replicas pending termination",
+        id="deployment-old-replicas-remain",
+    ),
+    pytest.param(
+        deploy(observedGeneration=2, replicas=2, updatedReplicas=2, availableReplicas=1),
+        "in-progress",
+        "1 of 2 updated replicas available",
+        id="deployment-updated-not-available",
+    ),
+    pytest.param(
+        deploy(observedGeneration=2, replicas=2, updatedReplicas=2, availableReplicas=2),
+        "current",
+        "rolled out (2 available)",
+        id="deployment-rolled-out",
+    ),
+    pytest.param(
+        deploy(want=0, observedGeneration=2),
+        "current",
+        "rolled out (0 available)",
+        id="deployment-scaled-to-zero-is-current",
+    ),
+    pytest.param(
+        deploy(
+            observedGeneration=2,
+            conditions=[
+                cond(
+                    "Progressing",
+                    "False",
+                    "ProgressDeadlineExceeded",
+                    "ReplicaSet web-1 has timed out progressing",
+                )
+            ],
+        ),
+        "failed",
+        "ProgressDeadlineExceeded: ReplicaSet web-1 has timed out progressing",
+        id="deployment-progress-deadline-exceeded-fails",
+    ),
+    # StatefulSets and DaemonSets
+    pytest.param(
+        sts(observedGeneration=1, readyReplicas=1, currentRevision="a", updateRevision="a"),
+        "in-progress",
+        "1 of 2 pods ready",
+        id="statefulset-pods-not-ready",
+    ),
+    pytest.param(
+        sts(
+            observedGeneration=1, readyReplicas=2, updatedReplicas=1, currentRevision="a", updateRevision="b"
+        ),
+        "in-progress",
+        "1 of 2 pods updated",
+        id="statefulset-revision-rolling",
+    ),
+    pytest.param(
+        sts(observedGeneration=1, readyReplicas=2, currentRevision="b", updateRevision="b"),
+        "current",
+        "rolled out (2 ready)",
+        id="statefulset-rolled-out",
+    ),
+    pytest.param(
+        ds(observedGeneration=1, desiredNumberScheduled=3, updatedNumberScheduled=3, numberAvailable=2),
+        "in-progress",
+        "2 of 3 updated pods available",
+        id="daemonset-pods-not-available",
+    ),
+    pytest.param(
+        ds(observedGeneration=1, desiredNumberScheduled=3, updatedNumberScheduled=3, numberAvailable=3),
+        "current",
+        "rolled out (3 available)",
+        id="daemonset-rolled-out",
+    ),
+    # CRDs
+    pytest.param(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {},
+            "status": {"conditions": [cond("NamesAccepted"), cond("Established")]},
+        },
+        "current",
+        "established",
+        id="crd-established",
+    ),
+    pytest.param(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {},
+            "status": {"conditions": [cond("NamesAccepted", "False", "ListKindConflict", "taken")]},
+        },
+        "failed",
+        "ListKindConflict: taken",
+        id="crd-names-rejected-fails",
+    ),
+    pytest.param(
+        {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {}},
+        "in-progress",
+        "waiting to be established",
+        id="crd-not-yet-established",
+    ),
+    # Custom resources: observedGeneration, Ready, Stalled
+    pytest.param(cr(), "current", "exists", id="custom-resource-without-status-is-current"),
+    pytest.param(
+        cr(2, observedGeneration=1, conditions=[cond("Ready")]),
+        "in-progress",
+        "observe the new generation",
+        id="custom-resource-stale-generation",
+    ),
+    pytest.param(
+        cr(1, observedGeneration=1, conditions=[cond("Ready", "False", "Progressing", "building")]),
+        "in-progress",
+        "not ready: Progressing: building",
+        id="custom-resource-not-ready",
+    ),
+    pytest.param(
+        cr(1, observedGeneration=1, conditions=[cond("Ready", message="Applied revision: main@1")]),
+        "current",
+        "Applied revision: main@1",
+        id="custom-resource-ready",
+    ),
+    pytest.param(
+        cr(
+            1,
+            observedGeneration=1,
+            conditions=[
+                cond("Ready", "False"),
+                cond("Stalled", reason="BuildFailed", message="kustomization path not found"),
+            ],
+        ),
+        "failed",
+        "BuildFailed: kustomization path not found",
+        id="custom-resource-stalled-fails",
+    ),
+    pytest.param(
+        cr(1, conditions=[cond("Reconciling", reason="Progressing")]),
+        "in-progress",
+        "Progressing",
+        id="custom-resource-reconciling-without-ready",
+    ),
+    # Everything else exists = healthy; a few built-ins have a phase
+    pytest.param(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}},
+        "current",
+        "exists",
+        id="configmap-exists-is-current",
+    ),
+    pytest.param(
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {}, "status": {"phase": "Pending"}},
+        "in-progress",
+        "phase Pending",
+        id="pvc-pending",
+    ),
+    pytest.param(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {},
+            "status": {"phase": "Failed", "reason": "Evicted"},
+        },
+        "failed",
+        "Evicted",
+        id="pod-failed",
+    ),
+    pytest.param(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {}, "status": {"phase": "Terminating"}},
+        "in-progress",
+        "phase Terminating",
+        id="namespace-terminating",
+    ),
+    pytest.param(None, "not-found", "not found", id="missing-object-is-not-found"),
+]
+
+
+@pytest.mark.parametrize(("obj", "state", "message"), CASES)
+def test_health(obj: dict[str, Any] | None, state: str, message: str) -> None:
+    result = health(obj)
+    assert result.state == state
+    assert message in result.message
+    assert result.done is (state in ("current", "failed"))
