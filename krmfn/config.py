@@ -195,7 +195,7 @@ def _from_string(tp: Any, raw: str) -> Any:
     from krmfn.yamlio import _load_fast
 
     try:
-        return _load_fast(raw)
+        return _load_fast(str(raw))  # ruamel str subclasses (kpt, fidelity path) are not accepted by libyaml
     except Exception:
         return raw
 
