@@ -4,8 +4,8 @@ Argo CD applies wave by wave and waits for each wave to be healthy before the ne
 is the wave. Objects without a step go first, as in ``krmfn apply``: they get wave -1 unless they
 already name a wave. With hooks, the Jobs of the first step run as ``PreSync`` and those of the last
 step as ``PostSync``; ``BeforeHookCreation`` deletes the previous run's Job so a new sync can run it
-again (Job specs are immutable). Non-hook Jobs marked ``krmfn.dev/force: enabled`` get Argo CD's
-``Force=true,Replace=true`` sync options, its way to recreate an object it cannot patch.
+again (Job specs are immutable). Non-hook objects marked ``krmfn.dev/force: enabled`` (or Flux's
+alias) get Argo CD's ``Force=true,Replace=true`` sync options, its way to recreate what it cannot patch.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 HOOK = "argocd.argoproj.io/hook"
 HOOK_DELETE_POLICY = "argocd.argoproj.io/hook-delete-policy"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
-FORCE = "krmfn.dev/force"
+FORCES = ("krmfn.dev/force", "fluxcd.controlplane.io/force")  # set-steps accepts either
 UNSTEPPED_WAVE = "-1"
 _FORCE_OPTIONS = ("Force=true", "Replace=true")
 
@@ -36,7 +36,7 @@ def annotate(steps: Steps, hooks: bool) -> list[Obj]:
             if hook:
                 set_annotation(obj, HOOK, hook)
                 set_annotation(obj, HOOK_DELETE_POLICY, "BeforeHookCreation")
-            elif str(annotations_of(obj).get(FORCE, "")) == "enabled":
+            elif any(str(annotations_of(obj).get(name, "")) == "enabled" for name in FORCES):
                 _add_sync_options(obj, _FORCE_OPTIONS)
             out.append(obj)
     return out
