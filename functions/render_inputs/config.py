@@ -1,0 +1,40 @@
+"""The RenderInputs functionConfig."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from krmfn.config import parse
+
+
+@dataclass(frozen=True)
+class InputsRef:
+    name: str = field(metadata={"help": "ConfigMap name", "example": "podinfo-image"})
+    namespace: str = field(
+        default="",
+        metadata={"help": "ConfigMap namespace (empty: the only one by that name)", "example": "apps"},
+    )
+
+
+@dataclass(frozen=True)
+class RenderInputsConfig:
+    inputs: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={
+            "help": "values for << inputs.<key> >> expressions; any YAML, nested mappings too",
+            "example": "{tag: 6.7.1, config: {logLevel: info}}",
+        },
+    )
+    inputs_from: list[InputsRef] = field(
+        default_factory=list,
+        metadata={
+            "help": "ConfigMaps in the resource list whose data is merged over inputs, in order "
+            "(a later source wins over an earlier one, every source over inputs)",
+        },
+    )
+
+
+def from_configmap(data: dict[str, Any]) -> RenderInputsConfig:
+    """``kpt fn eval --exec krmfn-render-inputs -- tag=6.7.1``: every key is an input, as a string."""
+    return parse(RenderInputsConfig, {"inputs": dict(data)})

@@ -1,0 +1,204 @@
+"""The << ... >> expression engine: typing, filters, idempotence and the sandbox."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from functions.render_inputs import FUNCTION
+from functions.render_inputs.engine import RenderError, render
+from krmfn.yamlio import _load_fast, dump_fast
+
+INPUTS: dict[str, Any] = {
+    "tag": "6.7.1",
+    "replicas": 3,
+    "ratio": 0.5,
+    "enabled": True,
+    "config": {"logLevel": "info", "features": ["a", "b"]},
+    "branch": "Feature/JIRA-12_Fix Login",
+    "count": "12",
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<< inputs.tag >>", "6.7.1"),
+        ("<< inputs.replicas >>", 3),
+        ("<< inputs.ratio >>", 0.5),
+        ("<< inputs.enabled >>", True),
+        ("<< inputs.config >>", {"logLevel": "info", "features": ["a", "b"]}),
+        ("<< inputs.config.features >>", ["a", "b"]),
+        ("<< inputs.config['logLevel'] >>", "info"),
+        ("<< inputs.config.features[1] >>", "b"),
+        ("<< inputs.replicas | quote >>", "3"),
+        ("<< inputs.enabled | quote >>", "true"),
+        ("<< inputs.count | int >>", 12),
+        ("<< 'x7' | int >>", 0),
+        ("<< inputs.missing | default('dev') >>", "dev"),
+        ("<< inputs.missing | d(2) >>", 2),
+        ("<< inputs.branch | slugify >>", "feature-jira-12-fix-login"),
+        ("ghcr.io/acme/app:<< inputs.tag >>", "ghcr.io/acme/app:6.7.1"),
+        ("db-migration-<< inputs.tag | slugify >>", "db-migration-6-7-1"),
+        ("n=<< inputs.replicas >>, on=<< inputs.enabled >>", "n=3, on=true"),
+        ("<< inputs.replicas * 2 >>", 6),
+        ("<< inputs.tag ~ '-' ~ inputs.replicas >>", "6.7.1-3"),
+        ("<< inputs.tag | upper | replace('.', '_') >>", "6_7_1"),
+        ("<< inputs.config.features | join(',') >>", "a,b"),
+        ("<< inputs.tag | b64enc >>", "Ni43LjE="),
+        ("<< inputs.config | toJson >>", '{"features":["a","b"],"logLevel":"info"}'),
+        ("<< inputs.config | toYaml >>", "features:\n- a\n- b\nlogLevel: info"),
+        (" << inputs.tag >>", " 6.7.1"),
+        ("cat <<EOF >> /tmp/log", "cat <<EOF >> /tmp/log"),
+        ("<<inputs.tag>>", "<<inputs.tag>>"),
+        ("a << b", "a << b"),
+        ("<< '<<' ~ ' x' >>", "<< x"),
+    ],
+)
+def test_render(text: str, expected: Any) -> None:
+    result = render(text, INPUTS)
+    assert result == expected and type(result) is type(expected)
+
+
+def test_checksum_of_config_is_sha256_of_sorted_yaml() -> None:
+    digest = render("<< inputs.config | toYaml | sha256sum >>", INPUTS)
+    assert digest == hashlib.sha256(b"features:\n- a\n- b\nlogLevel: info").hexdigest()
+    assert render("<< inputs.config | toYaml | sha256sum | quote >>", INPUTS) == digest
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("<< inputs.nope >>", "has no attribute 'nope'"),
+        ("<< nope >>", "'nope' is undefined"),
+        ("x-<< inputs.config.nope >>", "has no attribute 'nope'"),
+        ("<< inputs.tag | nofilter >>", "No filter named 'nofilter'"),
+        ("<< inputs.tag + >>", "unexpected"),
+        ("<< 1 / 0 >>", "ZeroDivisionError"),
+    ],
+)
+def test_errors(text: str, reason: str) -> None:
+    with pytest.raises(RenderError, match=reason):
+        render(text, INPUTS)
+
+
+ESCAPES = [
+    "<< ''.__class__.__mro__ >>",
+    "<< ''.__class__ >>",
+    "<< inputs.__class__ >>",
+    "<< inputs.__class__.__init__.__globals__ >>",
+    "<< inputs.items() >>",
+    "<< inputs.tag.upper() >>",
+    "<< inputs.config.features.__len__ >>",
+    "<< cycler >>",
+    "<< cycler.__init__.__globals__.os >>",
+    "<< lipsum >>",
+    "<< lipsum.__globals__['os'].popen('id').read() >>",
+    "<< joiner >>",
+    "<< namespace >>",
+    "<< dict(a=1) >>",
+    "<< self >>",
+    "<< self.__init__ >>",
+    "<< self._TemplateReference__context >>",
+    "<< range(10**9) >>",
+    "<< range(10) >>",
+    "<< config >>",
+    "<< request >>",
+    "<< 'x' * 10**9 >>",
+    "<< [0] * 10**8 >>",
+    "<< 7 ** 100000 >>",
+    "<< (10 ** 100) ** 100 >>",
+    "<< '%999999999d' % 1 >>",
+    "<< '{:>999999999}'.format(1) >>",
+    "<< (inputs.tag * 40000) | replace('', inputs.tag * 40000) >>",
+    "<< (inputs.tag * 40000) | join(inputs.tag * 40000) >>",
+    "<< inputs.tag | attr('__class__') >>",
+    "<< inputs.tag | map('upper') | list >>",
+    "<< inputs.tag | format(1) >>",
+]
+
+
+@pytest.mark.parametrize("text", ESCAPES)
+def test_sandbox_refuses_escapes_quickly(text: str) -> None:
+    start = time.monotonic()
+    with pytest.raises(RenderError):
+        render(text, INPUTS)
+    assert time.monotonic() - start < 1.0
+
+
+def test_no_files_or_environment_reachable() -> None:
+    for text in ("<< environ >>", "<< os >>", "<< open >>", "<< __import__ >>", "<< __builtins__ >>"):
+        with pytest.raises(RenderError, match="is undefined"):
+            render(text, INPUTS)
+
+
+def test_block_and_comment_syntax_does_not_exist() -> None:
+    assert render("<<% for x in inputs %>>", INPUTS) == "<<% for x in inputs %>>"
+    assert render("{% for x in y %}{{ x }}{# c #}", INPUTS) == "{% for x in y %}{{ x }}{# c #}"
+    with pytest.raises(RenderError):
+        render("<< 1 %>> << 2 >>", INPUTS)
+
+
+def _run(items: list[dict[str, Any]], inputs: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    rl = {
+        "apiVersion": "config.kubernetes.io/v1",
+        "kind": "ResourceList",
+        "items": items,
+        "functionConfig": {
+            "apiVersion": "fn.krmfn.dev/v1alpha1",
+            "kind": "RenderInputs",
+            "metadata": {"name": "r"},
+            "inputs": inputs,
+        },
+    }
+    text, code = FUNCTION.process(dump_fast(rl), "fast")
+    return code, _load_fast(text)
+
+
+def test_rendering_rendered_output_changes_nothing() -> None:
+    items = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "<< inputs.v >>"}}
+    ]
+    code, first = _run(items, {"v": "x"})
+    code2, second = _run(first["items"], {"v": "changed"})
+    assert (code, code2) == (0, 0)
+    assert first["items"] == second["items"] == [{**items[0], "data": {"k": "x"}}]
+
+
+def test_error_names_resource_and_field_path() -> None:
+    items = [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "migrate", "namespace": "apps"},
+            "spec": {"template": {"spec": {"containers": [{"name": "m", "image": "app:<< inputs.tagg >>"}]}}},
+        }
+    ]
+    code, out = _run(items, {"tag": "1"})
+    assert code == 1
+    error = out["results"][0]
+    assert error["resourceRef"] == {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": "migrate",
+        "namespace": "apps",
+    }
+    assert error["field"]["path"] == "spec.template.spec.containers[0].image"
+    assert "<< inputs.tagg >>" in error["message"] and "has no attribute 'tagg'" in error["message"]
+    assert out["items"][0]["spec"]["template"]["spec"]["containers"][0]["image"] == "app:<< inputs.tagg >>"
+
+
+def test_jinja2_is_imported_only_when_an_expression_exists() -> None:
+    probe = (
+        "import sys; from functions.render_inputs import FUNCTION; "
+        "rl = 'apiVersion: config.kubernetes.io/v1\\nkind: ResourceList\\nitems:\\n"
+        "- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {k: plain}}\\n'; "
+        "FUNCTION.process(rl); print('jinja2' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
