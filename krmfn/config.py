@@ -179,6 +179,7 @@ def from_configmap(cls: type[C], data: dict[str, Any]) -> C:
 
 
 def _from_string(tp: Any, raw: str) -> Any:
+    raw = str(raw)  # ruamel hands over its quoted-string subclasses; libyaml wants a plain str
     options = (
         [a for a in get_args(tp) if a is not type(None)]
         if get_origin(tp) in (Union, types.UnionType)
@@ -186,18 +187,22 @@ def _from_string(tp: Any, raw: str) -> Any:
     )
     if str in options:
         return raw
-    if any(get_origin(o) is list and get_args(o)[0] is str for o in options) and not raw.lstrip().startswith(
-        "["
-    ):
+    if any(
+        get_origin(o) is list and _is_stringish(get_args(o)[0]) for o in options
+    ) and not raw.lstrip().startswith("["):
         return [part.strip() for part in raw.split(",") if part.strip()]
     if any(get_origin(o) is Literal for o in options):
         return raw
     from krmfn.yamlio import _load_fast
 
     try:
-        return _load_fast(str(raw))  # ruamel str subclasses (kpt, fidelity path) are not accepted by libyaml
+        return _load_fast(raw)
     except Exception:
         return raw
+
+
+def _is_stringish(tp: Any) -> bool:
+    return tp is str or (get_origin(tp) is Literal and all(isinstance(a, str) for a in get_args(tp)))
 
 
 def field_docs(cls: type) -> list[tuple[str, str, str, str]]:

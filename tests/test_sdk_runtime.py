@@ -266,3 +266,19 @@ def test_krmfn_fn_rejects_unknown_functions() -> None:
     )
     assert proc.returncode == 2
     assert "unknown function 'nope'" in proc.stderr
+
+
+def test_configmap_form_on_the_fidelity_path_reads_quoted_values() -> None:
+    from krmfn.limits import Limits
+    from krmfn.yamlio import load
+
+    data = load('data: {count: "3", tags: "a,b", extra: "{a: 1}", name: n}', "fidelity", Limits())["data"]
+    assert from_configmap(Everything, dict(data)) == Everything("n", 3, tags=["a", "b"], extra={"a": 1})
+
+
+def test_configmap_form_splits_lists_of_literals() -> None:
+    @dataclass(frozen=True)
+    class Emit:
+        emit: list[Literal["depends-on", "argocd"]] = field(default_factory=list)
+
+    assert from_configmap(Emit, {"emit": "depends-on, argocd"}) == Emit(["depends-on", "argocd"])
