@@ -22,7 +22,12 @@ def read_sources(sources: Iterable[str]) -> list[Obj]:
     objects: list[Obj] = []
     for source in sources:
         for name, text in _texts(source):
-            objects.extend(_objects(load_all_fast(text), name))
+            try:
+                objects.extend(_objects(load_all_fast(text), name))
+            except InputError as err:
+                if str(err).startswith(f"{name}: "):
+                    raise
+                raise type(err)(f"{name}: {err}") from None
     return objects
 
 

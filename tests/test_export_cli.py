@@ -1,0 +1,121 @@
+"""``krmfn export`` as a command: where it reads from, where it writes, how it fails."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from krmfn.cli import main as krmfn_main
+from krmfn.export import main
+
+CONFIGMAP = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {name}
+  namespace: apps
+  annotations: {{krmfn.dev/step: {step}, krmfn.dev/step-index: '{index}'}}
+"""
+
+
+def _names(text: str) -> list[str]:
+    [rset] = yaml.safe_load_all(text)
+    return [r["metadata"]["name"] for step in rset["spec"]["steps"] for r in step["resources"]]
+
+
+def test_directory_is_read_recursively_in_name_order_without_hidden_or_local_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / ".expected").mkdir()
+    (tmp_path / "b" / "two.yml").write_text(CONFIGMAP.format(name="two", step="s", index=0))
+    (tmp_path / "a.yaml").write_text(CONFIGMAP.format(name="one", step="s", index=0))
+    (tmp_path / ".expected" / "diff.yaml").write_text(CONFIGMAP.format(name="hidden", step="s", index=0))
+    (tmp_path / "notes.txt").write_text("not yaml: [")
+    (tmp_path / "Kptfile").write_text("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: x}\n")
+    (tmp_path / "inventory.yaml").write_text(
+        "apiVersion: kpt.dev/v1alpha1\nkind: ResourceGroup\nmetadata: {name: inv, namespace: apps}\n"
+    )
+    assert main(["export", "resourceset", "--name", "app", "-n", "apps", "-f", str(tmp_path)]) == 0
+    assert _names(capsys.readouterr().out) == ["one", "two"]
+
+
+def test_stdin_and_files_combine_in_argument_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(CONFIGMAP.format(name="from-stdin", step="s", index=0)))
+    later = tmp_path / "later.yaml"
+    later.write_text(CONFIGMAP.format(name="from-file", step="t", index=1))
+    assert main(["export", "resourceset", "--name", "app", "-n", "apps", "-f", "-", "-f", str(later)]) == 0
+    assert _names(capsys.readouterr().out) == ["from-stdin", "from-file"]
+
+
+def test_output_file_gets_the_stream_and_stdout_stays_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "in.yaml"
+    source.write_text(CONFIGMAP.format(name="one", step="s", index=3))
+    out = tmp_path / "argo.yaml"
+    assert main(["export", "argocd", "-f", str(source), "-o", str(out)]) == 0
+    assert capsys.readouterr().out == ""
+    [obj] = yaml.safe_load_all(out.read_text())
+    assert obj["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "3"
+
+
+def test_krmfn_cli_dispatches_export(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "in.yaml"
+    source.write_text(CONFIGMAP.format(name="one", step="s", index=0))
+    assert krmfn_main(["export", "resourceset", "-f", str(source), "--name", "app", "-n", "apps"]) == 0
+    assert _names(capsys.readouterr().out) == ["one"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("a: [1, 2\n", r"in\.yaml: .*line"),
+        ("- just\n- a list\n", "document 1 is a list, not a Kubernetes object"),
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n", r"document 1 \(ConfigMap\) has no metadata.name"),
+        ("kind: ConfigMap\nmetadata: {name: x}\n", "document 1 has no apiVersion"),
+        ("a: 1\na: 2\n", "duplicate key 'a'"),
+    ],
+    ids=["malformed-yaml", "not-an-object", "no-name", "no-api-version", "duplicate-key"],
+)
+def test_bad_input_is_a_one_line_error_with_exit_code_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+) -> None:
+    source = tmp_path / "in.yaml"
+    source.write_text(content)
+    assert main(["export", "argocd", "-f", str(source)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("krmfn export argocd: ")
+    assert err.count("\n") == 1
+    assert re.search(message, err), err
+
+
+def test_missing_file_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", "argocd", "-f", str(tmp_path / "absent.yaml")]) == 1
+    assert "absent.yaml: No such file or directory" in capsys.readouterr().err
+
+
+def test_directory_without_yaml_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", "argocd", "-f", str(tmp_path)]) == 1
+    assert "no .yaml or .yml files in this directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["resourceset", "-f", "x.yaml", "-n", "apps"], ["argocd"], ["kpt-live", "-f", "x.yaml"]],
+    ids=["no-engine", "resourceset-without-name", "no-input", "unknown-engine"],
+)
+def test_usage_errors_exit_2(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", *args]) == 2
+    assert "usage: krmfn export" in capsys.readouterr().err
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", "resourceset", "--help"]) == 0
+    assert "--service-account" in capsys.readouterr().out
