@@ -13,6 +13,7 @@ from typing import Any, Protocol, TextIO
 
 from krmfn.duration import SECOND, format_duration
 from krmfn.runner.engine import Result
+from krmfn.runner.errors import Interrupted
 from krmfn.runner.events import Apply, Error, Event, Prune, Status, StepDone, StepStart, Wait, to_dict
 from krmfn.runner.plan import Plan
 
@@ -60,6 +61,8 @@ def summary_line(result: Result) -> str:
         pruned = f", pruned {len(result.pruned)}" if result.pruned else ""
         return f"done: {result.steps_done} step(s), {len(result.applied)} object(s) applied{pruned}"
     message = str(result.error)
+    if isinstance(result.error, Interrupted):
+        return message
     if result.failed_step and not message.startswith("step "):
         message = f"step {result.failed_step}: {message}"
     return f"failed: {message}; later steps not applied, nothing pruned"
