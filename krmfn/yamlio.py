@@ -216,8 +216,10 @@ def _load_fast(text: str) -> Any:
 def _load_fidelity(text: str) -> Any:
     from ruamel.yaml.constructor import DuplicateKeyError as RuamelDuplicateKeyError
 
+    from krmfn import yamlrt
+
     try:
-        return _ruamel().load(text)
+        return yamlrt.instance().load(text)
     except RuamelDuplicateKeyError as err:
         raise DuplicateKeyError(_describe_yaml_error(err)) from None
 
@@ -231,39 +233,11 @@ def _describe_yaml_error(err: Exception) -> str:
     return first_line[0] if first_line else type(err).__name__
 
 
-_RUAMEL: Any = None
-
-
-def _ruamel() -> Any:
-    global _RUAMEL  # noqa: PLW0603  # one configured instance per process; building it costs ~5 ms
-    if _RUAMEL is None:
-        from ruamel.yaml import YAML
-        from ruamel.yaml.resolver import VersionedResolver
-
-        class NoTimestampResolver(VersionedResolver):
-            """Dates stay strings, as on the fast path (and in Kubernetes, which has no timestamp type)."""
-
-            def add_version_implicit_resolver(self, version: Any, tag: Any, regexp: Any, first: Any) -> None:
-                if tag != "tag:yaml.org,2002:timestamp":
-                    super().add_version_implicit_resolver(version, tag, regexp, first)
-
-        rt = YAML(typ="rt")
-        rt.Resolver = NoTimestampResolver
-        rt.preserve_quotes = True
-        rt.width = 1 << 30  # never fold long strings: folding is churn in a kpt diff
-        rt.indent(mapping=2, sequence=2, offset=0)
-        rt.allow_duplicate_keys = False
-        _RUAMEL = rt
-    return _RUAMEL
-
-
 def dump(doc: Any, mode: Mode) -> str:
     if mode == "fidelity":
-        import io
+        from krmfn import yamlrt
 
-        out = io.StringIO()
-        _ruamel().dump(doc, out)
-        return out.getvalue()
+        return yamlrt.dump(doc)
     return dump_fast(doc)
 
 

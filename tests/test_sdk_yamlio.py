@@ -117,3 +117,29 @@ def test_limits_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KRMFN_MAX_ITEMS", "lots")
     with pytest.raises(LimitExceededError, match="KRMFN_MAX_ITEMS"):
         Limits.from_env()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_leading_zero_octal_reads_the_same_on_both_paths(mode: str) -> None:
+    assert plain(load("a: 0644\nb: -0755\nc: 08\nd: 0\n", mode, Limits())) == {
+        "a": 420,
+        "b": -493,
+        "c": 8,
+        "d": 0,
+    }
+
+
+def test_fidelity_path_writes_octal_back_as_written() -> None:
+    text = "defaultMode: 0644\n"
+    assert dump(load(text, "fidelity", Limits()), "fidelity") == text
+
+
+def test_comments_heading_resource_list_items_stay_after_the_dash() -> None:
+    # kpt sends a file's leading comment this way; moving it above the dash leaks it into the previous file.
+    text = (
+        "items:\n- # first\n  apiVersion: v1\n  kind: A\n- # second\n  # more\n  apiVersion: v1\n  kind: B\n"
+        "  metadata:\n    name: b # trailing\n"
+    )
+    doc = load(text, "fidelity", Limits())
+    assert dump(doc, "fidelity") == text
+    assert dump(doc, "fidelity") == text, "dumping must not change the loaded document"

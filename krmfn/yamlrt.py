@@ -1,0 +1,118 @@
+"""The fidelity path's ruamel.yaml round-trip instance, configured to read scalars as the fast path does.
+
+Imported only when the fidelity path is used: ruamel costs ~25 ms to import.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.constructor import RoundTripConstructor
+from ruamel.yaml.representer import RoundTripRepresenter
+from ruamel.yaml.resolver import VersionedResolver
+
+_INT_TAG = "tag:yaml.org,2002:int"
+_GO_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
+_HEAD_MARK = "#krmfn-item-head:"
+
+
+class GoOctalInt(int):
+    """``0644`` read as Go and Kubernetes read it (420), written back as it was written."""
+
+    text: str
+
+    def __new__(cls, text: str) -> GoOctalInt:
+        digits = text.replace("_", "")
+        value = super().__new__(cls, int(digits.lstrip("+-"), 8) * (-1 if digits.startswith("-") else 1))
+        value.text = text
+        return value
+
+
+class _Resolver(VersionedResolver):
+    """Dates stay strings, as on the fast path (Kubernetes has no timestamp type)."""
+
+    def add_version_implicit_resolver(self, version: Any, tag: Any, regexp: Any, first: Any) -> None:
+        if tag != "tag:yaml.org,2002:timestamp":
+            super().add_version_implicit_resolver(version, tag, regexp, first)
+
+
+class _Constructor(RoundTripConstructor):
+    def construct_yaml_int(self, node: Any) -> Any:
+        if _GO_OCTAL.match(node.value) and len(node.value.lstrip("+-")) > 1:
+            return GoOctalInt(node.value)
+        return super().construct_yaml_int(node)
+
+
+_Constructor.add_constructor(_INT_TAG, _Constructor.construct_yaml_int)
+
+
+class _Representer(RoundTripRepresenter):
+    def represent_go_octal(self, data: GoOctalInt) -> Any:
+        return self.represent_scalar(_INT_TAG, data.text)
+
+
+_Representer.add_representer(GoOctalInt, _Representer.represent_go_octal)
+
+_INSTANCE: YAML | None = None
+
+
+def instance() -> YAML:
+    global _INSTANCE  # noqa: PLW0603  # one configured instance per process; building it costs ~5 ms
+    if _INSTANCE is None:
+        rt = YAML(typ="rt")
+        rt.Resolver = _Resolver
+        rt.Constructor = _Constructor
+        rt.Representer = _Representer
+        rt.preserve_quotes = True
+        rt.width = 1 << 30  # never fold long strings: folding is churn in a kpt diff
+        rt.indent(mapping=2, sequence=2, offset=0)
+        rt.allow_duplicate_keys = False
+        _INSTANCE = rt
+    return _INSTANCE
+
+
+def dump(doc: Any) -> str:
+    """ruamel, plus one repair: a comment heading a ResourceList item stays after its ``- ``.
+
+    kpt sends a file's leading comment as ``- # comment`` on the item. ruamel writes such comments on
+    the line above the dash, where kpt reads them as the previous item's foot comment and copies them
+    into the previous file on every render. The comments are marked before dumping and moved back.
+    """
+    items = doc.get("items") if isinstance(doc, dict) else None
+    entries = getattr(getattr(items, "ca", None), "items", {}).values()
+    heads = [tok for entry in entries if len(entry) > 1 for tok in entry[1] or () if hasattr(tok, "value")]
+    originals = [tok.value for tok in heads]
+    for tok in heads:
+        tok.value = _HEAD_MARK + tok.value
+    out = io.StringIO()
+    try:
+        instance().dump(doc, out)
+    finally:
+        for tok, value in zip(heads, originals, strict=True):
+            tok.value = value
+    text = out.getvalue()
+    return _unmark_item_heads(text) if heads else text
+
+
+def _unmark_item_heads(text: str) -> str:
+    out: list[str] = []
+    pending: list[str] = []
+    for line in text.split("\n"):
+        stripped = line.lstrip(" ")
+        if stripped.startswith(_HEAD_MARK):
+            pending.extend(stripped[len(_HEAD_MARK) :].split("\n"))
+            continue
+        if pending and line.startswith("- "):
+            comments = [c.strip() for c in pending if c.strip()]
+            out.append("- " + comments[0] if comments else "-")
+            out.extend("  " + c for c in comments[1:])
+            out.append("  " + line[2:])
+            pending = []
+            continue
+        out.extend("  " + c.strip() if c.strip() else "" for c in pending)
+        pending = []
+        out.append(line)
+    return "\n".join(out)
