@@ -169,18 +169,28 @@ def seq_indent(text: str) -> str:
     lines = text.split("\n")
     for i, line in enumerate(lines):
         before, dash, _ = line.partition("- ")
-        if not dash or before.strip(" ") or i == 0:
+        if not dash or before.strip(" "):
             continue
-        key_line = lines[i - 1]
+        key_line = _key_line_before(lines, i)
+        if not key_line:
+            continue
         key_indent = len(key_line) - len(key_line.lstrip(" "))
         trimmed = key_line.strip(" ")
         if trimmed.count(":") != 1 or not trimmed.endswith(":"):
-            continue
+            continue  # a wrapped string that happens to hold "- ", not a sequence
         if len(before) == key_indent:
             return "compact"
         if len(before) - key_indent == 2:
             return "wide"
     return "compact"
+
+
+def _key_line_before(lines: list[str], index: int) -> str:
+    for line in reversed(lines[:index]):
+        if line.strip(" ").startswith("#"):
+            continue
+        return line.partition("#")[0]
+    return ""
 
 
 def _annotate(obj: Obj, relative: str, index: int, package_dir: Path, indent: str) -> None:

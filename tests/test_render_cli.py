@@ -1,0 +1,238 @@
+"""``krmfn render`` against ``kpt fn render``: same files byte for byte, same objects, same exit code."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+from e2e import ROOT, by_identity, run, tool
+from test_examples_rendered import objects, package_objects
+
+from krmfn.render import main as render_main
+from krmfn.yamlio import load_all_fast
+
+PATTERNS = ("examples/*/Kptfile", "functions/*/examples/*/Kptfile")
+PACKAGES = sorted(p.parent for pattern in PATTERNS for p in ROOT.glob(pattern))
+IDS = [str(p.relative_to(ROOT)) for p in PACKAGES]
+
+
+def render(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = render_main(["render", *args], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def files(directory: Path) -> dict[str, bytes]:
+    found = sorted(p for p in directory.rglob("*") if p.is_file())
+    return {str(p.relative_to(directory)): p.read_bytes() for p in found}
+
+
+def two_copies(package: Path, tmp_path: Path) -> tuple[Path, Path]:
+    copies = []
+    for side in ("kpt", "krmfn"):
+        target = tmp_path / side / package.name
+        shutil.copytree(package, target, ignore=shutil.ignore_patterns(".expected"))
+        copies.append(target)
+    return copies[0], copies[1]
+
+
+# kpt's own write-back fails when a function turns a scalar into a mapping (render-inputs rendering a
+# whole mapping into `resources: << inputs.resources >>`); krmfn render writes the rendered mapping.
+KPT_LIMITATIONS = ("wrong node kind: expected ScalarNode but got MappingNode",)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("package", PACKAGES, ids=IDS)
+def test_in_place_writes_the_same_bytes_as_kpt(package: Path, tmp_path: Path) -> None:
+    by_kpt, by_krmfn = two_copies(package, tmp_path)
+    kpt = run([tool("kpt"), "fn", "render", "--allow-exec", str(by_kpt)], tmp_path, check=False)
+    code, _, err = render(str(by_krmfn), "--in-place")
+    if kpt.returncode and any(m in kpt.stderr for m in KPT_LIMITATIONS):
+        assert code == 0, err
+        assert files(by_krmfn) != files(by_kpt), "kpt failed, so its copy must be unchanged"
+        return
+    assert code == (1 if kpt.returncode else 0), f"kpt exited {kpt.returncode}, krmfn {code}:\n{err}"
+    assert files(by_krmfn) == files(by_kpt)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("package", PACKAGES, ids=IDS)
+def test_stdout_has_the_objects_kpt_writes(package: Path, tmp_path: Path) -> None:
+    by_kpt, source = two_copies(package, tmp_path)
+    kpt = run([tool("kpt"), "fn", "render", "--allow-exec", str(by_kpt)], tmp_path, check=False)
+    code, out, _ = render(str(source))
+    if kpt.returncode and any(m in kpt.stderr for m in KPT_LIMITATIONS):
+        assert code == 0 and "<<" not in out
+        return
+    if kpt.returncode:
+        assert (code, out) == (1, ""), "a failing pipeline must print nothing"
+        return
+    assert code == 0
+    assert objects(out) == package_objects(by_kpt)
+
+
+def _package(tmp_path: Path, kptfile: str, **files: str) -> Path:
+    root = tmp_path / "pkg"
+    root.mkdir()
+    (root / "Kptfile").write_text(textwrap.dedent(kptfile))
+    for name, text in files.items():
+        path = root / name.replace("__", "/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+JOB = """\
+    apiVersion: batch/v1
+    kind: Job
+    metadata:
+      name: migrate
+    spec:
+      backoffLimit: 1
+      template:
+        spec:
+          restartPolicy: Never
+          containers:
+          - name: app
+            image: app:1
+    """
+
+
+WIDE_JOB = """\
+    apiVersion: batch/v1
+    kind: Job
+    metadata:
+      name: 'migrate' # renamed
+    spec:
+      template:
+        spec:
+          containers:
+            - name: app
+              image: "app:1"
+    """
+
+
+def test_other_functions_are_refused_with_a_pointer_to_kpt(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        """\
+        apiVersion: kpt.dev/v1
+        kind: Kptfile
+        metadata: {name: pkg}
+        pipeline:
+          mutators:
+          - image: ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4
+        """,
+        **{"job.yaml": JOB},
+    )
+    code, out, err = render(str(root))
+    assert (code, out) == (1, "")
+    assert "pipeline.mutators[0]" in err and "is not a krmfn function" in err and "kpt fn render" in err
+
+
+def test_krmfn_images_and_exec_paths_run_in_process(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        """\
+        apiVersion: kpt.dev/v1
+        kind: Kptfile
+        metadata: {name: pkg}
+        pipeline:
+          mutators:
+          - image: ghcr.io/example/krmfn-hash-job-names:v0.1.0
+          validators:
+          - exec: /usr/local/bin/krmfn-validate-jobs
+        """,
+        **{"job.yaml": JOB},
+    )
+    code, out, err = render(str(root))
+    assert code == 0, err
+    (job,) = [o for o in load_all_fast(out) if o]
+    assert job["metadata"]["name"].startswith("migrate-")
+
+
+def test_nested_packages_render_first_and_krmignore_is_honoured(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        """\
+        apiVersion: kpt.dev/v1
+        kind: Kptfile
+        metadata: {name: pkg}
+        pipeline:
+          validators:
+          - exec: krmfn-validate-jobs
+        """,
+        **{
+            ".krmignore": "ignored/\n",
+            "ignored__broken.yaml": "not: [a, resource\n",
+            "sub__Kptfile": """\
+                apiVersion: kpt.dev/v1
+                kind: Kptfile
+                metadata: {name: sub}
+                pipeline:
+                  mutators:
+                  - exec: krmfn-hash-job-names
+                """,
+            "sub__job.yaml": JOB,
+            "job.yaml": JOB,
+        },
+    )
+    code, out, err = render(str(root), "--results-dir", str(tmp_path / "results"))
+    assert code == 0, err
+    names = sorted(o["metadata"]["name"] for o in load_all_fast(out) if o)
+    assert names[0] == "migrate" and names[1].startswith("migrate-"), "only the subpackage hashes names"
+    results = next(load_all_fast((tmp_path / "results" / "results.yaml").read_text()))
+    assert [i.get("exec") for i in results["items"]] == ["krmfn-hash-job-names", "krmfn-validate-jobs"]
+    assert results["exitCode"] == 0
+
+
+def test_in_place_keeps_comments_quotes_and_wide_sequences(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        """\
+        apiVersion: kpt.dev/v1
+        kind: Kptfile
+        metadata: {name: pkg}
+        pipeline:
+          mutators:
+            - exec: krmfn-hash-job-names
+        """,
+        **{"job.yaml": WIDE_JOB},
+    )
+    code, _, err = render(str(root), "--in-place")
+    assert code == 0, err
+    text = (root / "job.yaml").read_text()
+    assert "  name: 'migrate-" in text and "# renamed" in text
+    assert "\n        - name: app" in text, "a wide sequence stays wide"
+    assert "    - exec: krmfn-hash-job-names" in (root / "Kptfile").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "the package directory is required"),
+        (["a", "b"], "one package directory expected"),
+        (["a", "--yaml", "slow"], "expected fast or fidelity"),
+        (["a", "--in-place", "--yaml", "fast"], "needs --yaml fidelity"),
+        (["a", "--bogus"], "unknown flag"),
+    ],
+)
+def test_usage_errors(args: list[str], message: str) -> None:
+    code, _, err = render(*args)
+    assert code == 2 and message in err
+
+
+def test_a_directory_without_kptfile_is_an_error(tmp_path: Path) -> None:
+    code, _, err = render(str(tmp_path))
+    assert code == 1 and "no Kptfile" in err
+
+
+def test_same_objects_as_kpt_with_the_combined_function(tmp_path: Path) -> None:
+    example = ROOT / "examples" / "config-rollout"
+    _, out, _ = render(str(example))
+    assert by_identity([o for o in load_all_fast(out) if o]) == objects(
+        (example / ".expected" / "rendered.yaml").read_text()
+    )
