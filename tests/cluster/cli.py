@@ -15,12 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-from .cluster import Cluster, ClusterError, cache_dir
+from .cluster import STOP_WAVES, Cluster, ClusterError, cache_dir
 
 WORKDIR = cache_dir() / "cluster"
 STATE = WORKDIR / "state.json"
-# Stop order as in Cluster.down: clients, then the apiserver, then etcd.
-WAVES = [("kwok", "kube-scheduler", "kube-controller-manager"), ("kube-apiserver",), ("etcd",)]
 
 
 def _alive(pid: int) -> bool:
@@ -71,14 +69,14 @@ def up() -> int:
     return 0
 
 
-def down(timeout: float = 10) -> int:
+def down() -> int:
     running = _running()
-    for wave in WAVES:
+    for wave, grace in STOP_WAVES:
         pids = [pid for name, pid in running.items() if name in wave]
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + grace
         while (pids := [p for p in pids if _alive(p)]) and time.monotonic() < deadline:
             time.sleep(0.05)
         for pid in pids:

@@ -38,6 +38,13 @@ NODE_NAME = "kwok-node-0"
 KWOK_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 POLL = 0.05
 SERVICE_CIDR = "10.96.0.0/16"
+# Stop order and SIGTERM grace seconds. Clients first: an apiserver that loses etcd spends its whole grace
+# period retrying. etcd's graceful stop can wait 7s for connections to go idle, but its data is thrown away.
+STOP_WAVES = (
+    (("kwok", "kube-scheduler", "kube-controller-manager"), 10.0),
+    (("kube-apiserver",), 10.0),
+    (("etcd",), 1.0),
+)
 
 
 class ClusterError(RuntimeError):
@@ -363,15 +370,13 @@ class Cluster:
         )
         mark("ready")
 
-    def down(self, timeout: float = 10) -> None:
-        """Stops all components (SIGTERM, then SIGKILL after timeout). Logs stay in log_dir."""
-        # Clients first, etcd last: an apiserver that loses etcd spends its whole grace period retrying.
-        waves = [[n for n in self.procs if n not in ("kube-apiserver", "etcd")], ["kube-apiserver"], ["etcd"]]
-        for wave in waves:
+    def down(self) -> None:
+        """Stops all components (SIGTERM, then SIGKILL after a grace period). Logs stay in log_dir."""
+        for wave, grace in STOP_WAVES:
             procs = [self.procs[n] for n in wave if n in self.procs]
             for proc in procs:
                 proc.terminate()
-            deadline = time.monotonic() + timeout
+            deadline = time.monotonic() + grace
             for proc in procs:
                 try:
                     proc.wait(max(0.0, deadline - time.monotonic()))

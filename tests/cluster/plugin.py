@@ -32,6 +32,10 @@ _KEEP_LOGS = pytest.StashKey[bool]()
 _SUMMARY = pytest.StashKey[str]()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cluster: needs the test control plane (started once per session)")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "cluster" in getattr(item, "fixturenames", ()):

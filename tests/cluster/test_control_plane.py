@@ -90,14 +90,19 @@ def job(
     )
 
 
-def deployment(namespace: str, name: str, image: str) -> Deployment:
-    labels = {"app": name}
+def deployment(
+    namespace: str, name: str, image: str = IMAGE, *, labels: dict[str, str] | None = None, **spec: Any
+) -> Deployment:
+    selector = {"app": name}
     template = PodTemplateSpec(
-        metadata=ObjectMeta(labels=labels), spec=PodSpec(containers=[Container(name="main", image=image)])
+        metadata=ObjectMeta(labels=selector | (labels or {})),
+        spec=PodSpec(containers=[Container(name="main", image=image)]),
     )
     return Deployment(
         metadata=ObjectMeta(name=name, namespace=namespace),
-        spec=DeploymentSpec(replicas=2, selector=LabelSelector(matchLabels=labels), template=template),
+        spec=DeploymentSpec(
+            selector=LabelSelector(matchLabels=selector), template=template, **{"replicas": 2, **spec}
+        ),
     )
 
 
@@ -123,6 +128,18 @@ def test_failing_job_exhausts_backoff_limit(kube_client: Client, namespace: str)
     pods = job_pods(kube_client, namespace, "bad")
     assert [p["status"]["phase"] for p in pods] == ["Failed", "Failed"]
     assert [exit_code(p) for p in pods] == [3, 3]
+
+
+def test_crash_looping_job_counts_restarts_against_backoff_limit(kube_client: Client, namespace: str) -> None:
+    # restartPolicy OnFailure: the container restarts in place and the pod stays Running.
+    crashing = job(namespace, "crash", labels={"test.krmfn.dev/fail": "2"}, backoffLimit=1)
+    assert crashing.spec is not None and crashing.spec.template.spec is not None
+    crashing.spec.template.spec.restartPolicy = "OnFailure"
+    kube_client.apply(crashing)
+
+    failed = finished_job(kube_client, namespace, "crash", "Failed")
+    assert (condition(failed, "Failed") or {})["reason"] == "BackoffLimitExceeded"
+    wait_for("the crash-looping pod to be deleted", lambda: not job_pods(kube_client, namespace, "crash"))
 
 
 def test_reapplying_job_with_changed_template_is_rejected(kube_client: Client, namespace: str) -> None:
@@ -183,6 +200,30 @@ def test_deployment_becomes_available_and_rolls_out(kube_client: Client, namespa
     assert set(sets) == {IMAGE, IMAGE_2}
     assert sets[IMAGE_2]["status"]["readyReplicas"] == 2
     assert sets[IMAGE]["spec"]["replicas"] == 0
+
+
+def test_deployment_with_crash_looping_pods_exceeds_progress_deadline(
+    kube_client: Client, namespace: str
+) -> None:
+    kube_client.apply(
+        deployment(namespace, "crash", labels={"test.krmfn.dev/fail": "1"}, progressDeadlineSeconds=2)
+    )
+
+    def stuck() -> dict[str, Any]:
+        d = kube_client.get(Deployment, "crash", namespace=namespace).to_dict()
+        progressing = [c for c in d.get("status", {}).get("conditions", []) if c["type"] == "Progressing"]
+        return d if progressing and progressing[0]["reason"] == "ProgressDeadlineExceeded" else {}
+
+    d = wait_for("ProgressDeadlineExceeded", stuck)
+    assert condition(d, "Available") is None
+    assert d["status"].get("availableReplicas", 0) == 0
+    pods = [p.to_dict() for p in kube_client.list(Pod, namespace=namespace, labels={"app": "crash"})]
+    assert [p["status"]["phase"] for p in pods] == ["Running", "Running"]
+    for p in pods:
+        [status] = p["status"]["containerStatuses"]
+        assert status["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+        assert status["lastState"]["terminated"]["exitCode"] == 1
+        assert status["restartCount"] >= 1
 
 
 def test_crd_is_established_and_its_resources_validated(kube_client: Client, namespace: str) -> None:
