@@ -1,0 +1,148 @@
+"""`krmfn apply` and Jobs: force re-creation, recreate-on-failure, hash-named re-runs with prune, TTL."""
+
+from __future__ import annotations
+
+import time
+
+from lightkube import ApiError, Client
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.batch_v1 import Job
+from lightkube.resources.core_v1 import Secret
+
+from .runner_fixtures import Apply, deployment, job
+from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
+
+FORCE = {"krmfn.dev/force": "enabled"}
+
+
+def get_job(client: Client, name: str, namespace: str) -> Job | None:
+    try:
+        return client.get(Job, name, namespace=namespace)
+    except ApiError as err:
+        if err.status.code == 404:
+            return None
+        raise
+
+
+def test_changed_job_with_force_is_deleted_and_recreated(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    assert apply([job("db-migration", 0, annotations=FORCE), deployment("web", 1)]).code == 0
+    old = kube_client.get(Job, "db-migration", namespace=namespace)
+    out = apply(
+        [job("db-migration", 0, image="app:2", annotations=FORCE), deployment("web", 1, image="app:2")]
+    )
+    assert out.code == 0, out.error
+    assert out.actions()[f"Job.batch {namespace}/db-migration"] == "recreated"
+    new = kube_client.get(Job, "db-migration", namespace=namespace)
+    assert new.metadata.uid != old.metadata.uid
+    assert new.spec.template.spec.containers[0].image == "app:2"
+    assert new.status.succeeded == 1
+
+
+def test_flux_force_annotation_is_accepted(apply: Apply, kube_client: Client, namespace: str) -> None:
+    flux = {"fluxcd.controlplane.io/force": "enabled"}
+    assert apply([job("migrate", 0, annotations=flux)]).code == 0
+    out = apply([job("migrate", 0, image="app:2", annotations=flux)])
+    assert out.code == 0, out.error
+    assert out.actions()[f"Job.batch {namespace}/migrate"] == "recreated"
+
+
+def test_changed_job_without_force_fails_and_points_at_the_fixes(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    assert apply([job("db-migration", 0), deployment("web", 1)]).code == 0
+    uid = kube_client.get(Job, "db-migration", namespace=namespace).metadata.uid
+    out = apply([job("db-migration", 0, image="app:2"), deployment("web", 1, image="app:2")])
+    assert out.code == 1
+    assert out.error.startswith(
+        f"Job.batch {namespace}/db-migration: the rendered spec differs from the live Job's"
+    )
+    assert "hash-job-names" in out.error
+    assert "krmfn.dev/force: enabled" in out.error
+    assert kube_client.get(Job, "db-migration", namespace=namespace).metadata.uid == uid
+    web = kube_client.get(Deployment, "web", namespace=namespace)
+    assert web.spec.template.spec.containers[0].image == "app:1"  # the later step was not applied
+
+
+def test_failed_job_with_recreate_on_failure_is_recreated_before_the_step(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    retry = {"krmfn.dev/recreate-on-failure": "enabled"}
+    first = apply([job("flaky", 0, fail=True, annotations=retry)], "--wait")
+    assert first.code == 1
+    failed_uid = kube_client.get(Job, "flaky", namespace=namespace).metadata.uid
+    second = apply([job("flaky", 0, fail=True, annotations=retry)], "--wait")
+    deletions = [e for e in second.of("apply") if e["action"] == "deleted"]
+    assert [e["detail"] for e in deletions] == ["failed; re-created (recreate-on-failure)"]
+    assert second.actions()[f"Job.batch {namespace}/flaky"] == "created"
+    assert kube_client.get(Job, "flaky", namespace=namespace).metadata.uid != failed_uid
+    assert second.code == 1  # the same spec fails again; the point is that it ran again
+
+
+def test_failed_job_without_recreate_on_failure_stays_failed(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    assert apply([job("once", 0, fail=True)], "--wait").code == 1
+    uid = kube_client.get(Job, "once", namespace=namespace).metadata.uid
+    again = apply([job("once", 0, fail=True)], "--wait")
+    assert again.code == 1
+    assert again.actions()[f"Job.batch {namespace}/once"] == "unchanged"
+    assert "BackoffLimitExceeded" in again.error
+    assert kube_client.get(Job, "once", namespace=namespace).metadata.uid == uid
+
+
+def hashed(tag: str, *, fail: bool = False) -> list[dict[str, object]]:
+    """What hash-job-names renders: the Job name carries a hash of its spec."""
+    migration = job(f"db-migration-{tag}0000000", 0, image=f"app:{tag}", fail=fail,
+                    annotations={"krmfn.dev/job-base-name": "db-migration"})  # fmt: skip
+    return [migration, deployment("web", 1, image=f"app:{tag}")]
+
+
+def test_new_tag_runs_a_new_migration_and_prunes_the_old_job_after_success(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    assert apply(hashed("1")).code == 0
+    out = apply(hashed("2"))
+    assert out.code == 0, out.error
+    assert out.actions()[f"Job.batch {namespace}/db-migration-20000000"] == "created"
+    assert [(e["object"], e["action"]) for e in out.of("prune")] == [
+        (f"Job.batch {namespace}/db-migration-10000000", "deleted")
+    ]
+    # prune comes after the last step
+    types = [e["type"] for e in out.events]
+    assert types.index("prune") > max(i for i, t in enumerate(types) if t == "step-done")
+    assert kube_client.get(Job, "db-migration-20000000", namespace=namespace).status.succeeded == 1
+    assert get_job(kube_client, "db-migration-10000000", namespace) is None or (
+        kube_client.get(Job, "db-migration-10000000", namespace=namespace).metadata.deletionTimestamp
+    )
+
+
+def test_nothing_is_pruned_after_a_failed_migration(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    assert apply(hashed("1")).code == 0
+    out = apply(hashed("2", fail=True))
+    assert out.code == 1
+    assert out.of("prune") == []
+    assert get_job(kube_client, "db-migration-10000000", namespace) is not None
+    web = kube_client.get(Deployment, "web", namespace=namespace)
+    assert web.spec.template.spec.containers[0].image == "app:1"
+
+
+def test_completed_job_deleted_by_ttl_is_not_run_again(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    docs = [job("db-migration-a1b2c3d4", 0, ttl=0, annotations={"krmfn.dev/job-base-name": "db-migration"}),
+            deployment("web", 1)]  # fmt: skip
+    assert apply(docs).code == 0
+    deadline = time.monotonic() + 20
+    while get_job(kube_client, "db-migration-a1b2c3d4", namespace) is not None:
+        assert time.monotonic() < deadline, "the TTL controller did not delete the Job"
+        time.sleep(0.1)
+    parent = kube_client.get(Secret, "krmfn", namespace=namespace)
+    assert f"{namespace}/db-migration-a1b2c3d4=" in parent.metadata.annotations["krmfn.dev/completed-jobs"]
+    out = apply(docs)
+    assert out.code == 0, out.error
+    assert out.actions()[f"Job.batch {namespace}/db-migration-a1b2c3d4"] == "skipped"
+    assert get_job(kube_client, "db-migration-a1b2c3d4", namespace) is None
