@@ -129,11 +129,13 @@ def _environment() -> Any:
         intercepted_binops = frozenset({"*", "**", "+", "%"})
 
         def getattr(self, obj: Any, attribute: str) -> Any:
+            _defined(obj)  # report the first missing name, not a chain of undefined objects
             if isinstance(obj, Mapping) and attribute in obj:
                 return obj[attribute]
             return self.undefined(obj=obj, name=attribute)
 
         def getitem(self, obj: Any, argument: Any) -> Any:
+            _defined(obj)
             if isinstance(obj, Mapping):
                 return obj[argument] if argument in obj else self.undefined(obj=obj, name=argument)
             if isinstance(obj, (list, tuple, str)) and isinstance(argument, (int, slice)):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from functions.set_image.semver import SemverError, parse_constraint
 from krmfn import Selector
 from krmfn.config import parse
 from krmfn.errors import ConfigError
@@ -57,6 +56,8 @@ class ImageRule:
                 raise ConfigError("give either newTag or semver, not both", f"{where}semver")
             if not self.tags and not self.registry:
                 raise ConfigError("semver needs candidate tags: set tags or registry: true", f"{where}semver")
+            from functions.set_image.semver import SemverError, parse_constraint  # only rules with semver
+
             try:
                 parse_constraint(self.semver)
             except SemverError as err:

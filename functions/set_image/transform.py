@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from functions.set_image import imageref, semver
+from functions.set_image import imageref
 from functions.set_image.config import ImageRule, SetImageConfig
 from functions.set_image.fields import (
     Slot,
@@ -52,6 +52,8 @@ def _select(rule: ImageRule, index: int, results: Results) -> str | None:
         except registry.RegistryError as err:
             results.error(f"images[{index}] ({rule.name}): {err}", field=where)
             return None
+    from functions.set_image import semver
+
     chosen = semver.highest(semver.parse_constraint(rule.semver), candidates)
     if chosen is None:
         shown = ", ".join(candidates[:20]) + (", ..." if len(candidates) > 20 else "")
