@@ -1,7 +1,8 @@
 """A long-lived test cluster for manual use and benchmarks: `tests/cluster/up`, `down` and `status`.
 
-Its state lives in $KRMFN_CACHE/cluster/ (kubeconfig, state.json, logs/). `up` prints the kubeconfig path
-on stdout, so `export KUBECONFIG=$(tests/cluster/up)` works; everything else goes to stderr.
+Its state lives in $KRMFN_CLUSTER_DIR, by default $KRMFN_CACHE/cluster/ (kubeconfig, state.json,
+logs/); one cluster per directory. `up` prints the kubeconfig path on stdout, so
+`export KUBECONFIG=$(tests/cluster/up)` works; everything else goes to stderr.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from .cluster import STOP_WAVES, Cluster, ClusterError, cache_dir
 
-WORKDIR = cache_dir() / "cluster"
+WORKDIR = Path(os.environ.get("KRMFN_CLUSTER_DIR") or cache_dir() / "cluster")
 STATE = WORKDIR / "state.json"
 
 
