@@ -68,25 +68,41 @@ def read(directory: Path, mode: Mode, limits: Limits | None = None) -> Package:
     return package
 
 
+def scan(directory: Path) -> tuple[list[str], list[str]]:
+    """The resource files of the package at ``directory`` and its direct nested packages, unread."""
+    files: list[str] = []
+    nested: list[str] = []
+    for relative, is_package in _walk(directory, directory, _Ignore.of(directory)):
+        (nested if is_package else files).append(relative)
+    return files, nested
+
+
 def all_items(package: Package) -> list[Obj]:
     """What kpt passes to a package's pipeline: its subpackages' (rendered) items first, then its own."""
     return [item for sub in package.subpackages for item in all_items(sub)] + package.items
 
 
-def _walk(root: Path, directory: Path, ignore: _Ignore) -> Iterator[tuple[str, bool]]:
-    """(path relative to root, is a nested package) in Go's filepath.Walk order."""
+def _walk(root: Path, directory: Path, ignore: _Ignore, ignored: bool = False) -> Iterator[tuple[str, bool]]:
+    """(path relative to root, is a nested package) in Go's filepath.Walk order.
+
+    Like kpt, .krmignore hides files and directories from this package's resources but not the nested
+    packages below an ignored directory.
+    """
     for entry in sorted(directory.iterdir(), key=lambda p: p.name.encode()):
         relative = entry.relative_to(root).as_posix()
         if entry.is_dir():
-            if entry.name == ".git" or ignore.ignored(relative, True):
+            if entry.name == ".git":
                 continue
             if (entry / KPTFILE).is_file():
                 yield relative, True
             else:
-                yield from _walk(root, entry, ignore)
-        elif (entry.name == KPTFILE or entry.name.endswith(SUFFIXES)) and not ignore.ignored(relative, False):
+                yield from _walk(root, entry, ignore, ignored or ignore.ignored(relative, True))
+            continue
+        if ignored or ignore.ignored(relative, False):
+            continue
+        if entry.name == KPTFILE or entry.name.endswith(SUFFIXES):
             yield relative, False
-        elif entry.name.endswith(".json") and not ignore.ignored(relative, False):
+        elif entry.name.endswith(".json"):
             raise PipelineError(
                 f"{root / relative}: JSON resource files are not supported by krmfn render; "
                 "use `kpt fn render` or convert the file to YAML"
