@@ -6,6 +6,7 @@ Imported only when the fidelity path is used: ruamel costs ~25 ms to import.
 from __future__ import annotations
 
 import io
+import math
 import re
 from typing import Any
 
@@ -13,6 +14,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.resolver import VersionedResolver
+from ruamel.yaml.scalarfloat import ScalarFloat
 
 _INT_TAG = "tag:yaml.org,2002:int"
 _GO_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
@@ -53,8 +55,26 @@ class _Representer(RoundTripRepresenter):
     def represent_go_octal(self, data: GoOctalInt) -> Any:
         return self.represent_scalar(_INT_TAG, data.text)
 
+    def represent_exact_float(self, data: ScalarFloat) -> Any:
+        # ruamel rebuilds a float's text from the width it was read with and truncates the mantissa, so
+        # an untouched 17-digit value could come back as another number; then write Python's exact repr.
+        node = self.represent_scalar_float(data)
+        if not math.isfinite(data) or _float_text(str(node.value)) == float(data):
+            return node
+        return self.represent_scalar(
+            "tag:yaml.org,2002:float", repr(float(data)), anchor=data.yaml_anchor(any=True)
+        )
+
+
+def _float_text(text: str) -> float | None:
+    try:
+        return float(text.replace("_", ""))
+    except ValueError:
+        return None
+
 
 _Representer.add_representer(GoOctalInt, _Representer.represent_go_octal)
+_Representer.add_representer(ScalarFloat, _Representer.represent_exact_float)
 
 _INSTANCE: YAML | None = None
 
