@@ -1,8 +1,8 @@
 """``krmfn render DIR``: run a kpt package's Kptfile pipeline in-process, with no kpt, kustomize or cluster.
 
-Every pipeline entry must be one of krmfn's own functions (``exec: krmfn-<name>``, or an image named
-``.../krmfn-<name>:<tag>``, which runs the installed version); anything else is a clear error that
-points at ``kpt fn render``. Packages are read and annotated as kpt reads them (see krmfn.package),
+Every pipeline entry must be one of krmfn's own functions: ``exec: krmfn-<name>``, or an image named
+``.../krmfn-<name>:<tag>`` or ``.../krmfn/<name>:<tag>`` (the installed version runs, whatever the tag);
+anything else is a clear error that points at ``kpt fn render``. Packages are read and annotated as kpt reads them (see krmfn.package),
 nested packages are rendered first with their own pipelines, and the whole tree costs one parse and
 one serialization. The rendered stream goes to stdout; ``--in-place`` writes the files back instead.
 """
@@ -27,8 +27,9 @@ USAGE = """usage: krmfn render DIR [--in-place] [--yaml fast|fidelity] [--result
 
 Runs the Kptfile pipeline of the kpt package DIR (and of its nested packages, first) in-process.
 Every pipeline entry must be a krmfn function: `exec: krmfn-<name>` or an image named
-`.../krmfn-<name>:<tag>`. Prints the rendered objects (no Kptfile, no local config, no kpt
-bookkeeping annotations) as a multi-document YAML stream.
+`.../krmfn-<name>:<tag>` or `.../krmfn/<name>:<tag>` (the installed version runs).
+Prints the rendered objects (no Kptfile, no local config, no kpt bookkeeping annotations) as a
+multi-document YAML stream.
 
   --in-place        write the package files back as `kpt fn render` does, instead of printing
   --yaml MODE       fast (default for stdout) or fidelity (comments and quotes kept; the default
@@ -214,9 +215,12 @@ def function_name(entry: dict[str, Any]) -> str | None:
         name = base.removeprefix(_EXEC_PREFIX)
         return name if base.startswith(_EXEC_PREFIX) and name in known else None
     if isinstance(image, str) and image.strip():
-        base = image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0]
-        name = base.removeprefix(_EXEC_PREFIX)
-        return name if base.startswith(_EXEC_PREFIX) and name in known else None
+        # `.../krmfn-<name>:<tag>` (the Dockerfile's naming) or `.../krmfn/<name>:<tag>` (metadata.yaml's)
+        parts = image.split("@", 1)[0].split("/")
+        base, owner = parts[-1].split(":", 1)[0], parts[-2] if len(parts) > 1 else ""
+        if base.startswith(_EXEC_PREFIX) and base.removeprefix(_EXEC_PREFIX) in known:
+            return base.removeprefix(_EXEC_PREFIX)
+        return base if owner == "krmfn" and base in known else None
     return None
 
 
