@@ -40,6 +40,8 @@ class Function(Generic[C]):
     """A complete functionConfig in YAML, shown by --help."""
     configmap: Callable[[dict[str, Any]], C] | None = None
     """Reads the ConfigMap form when the default field-by-field reading does not fit."""
+    configmap_help: str = "or a ConfigMap with the same keys."
+    """How --help describes the ConfigMap form (say what the keys mean when ``configmap`` is custom)."""
 
     def read_config(self, raw: Any) -> C:
         """Typed object, ConfigMap (incl. kpt's ``function-input`` placeholder) or nothing at all."""
@@ -103,7 +105,7 @@ class Function(Generic[C]):
             "",
             "Reads a ResourceList (KRM Functions Specification) on stdin and writes it to stdout.",
             f"functionConfig: apiVersion {cfg.API_VERSION}, kind {self.kind},",
-            "or a ConfigMap with the same keys.",
+            self.configmap_help,
             "",
             "Fields:",
         ]
@@ -181,9 +183,23 @@ def run_cli(  # noqa: PLR0917  # mirrors main()'s injectable streams
         rl = ResourceList.empty()
         rl.results.error(f"cannot read stdin: {err}", tags={"reason": "InputError"})
         outcome = Outcome(serialize(rl, "fast"), 1, rl.results)
-    stdout.write(outcome.text)
-    stdout.flush()
+    try:
+        stdout.write(outcome.text)
+        stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`... | head`): nothing is left to tell it; exit quietly like other CLIs.
+        _silence(stdout)
+        return outcome.code or 1
     for result in outcome.results:
         if result.severity != "info":
             stderr.write(f"krmfn-{name}: {result.describe()}\n")
     return outcome.code
+
+
+def _silence(stream: TextIO) -> None:
+    """Point a broken stdout at /dev/null so the interpreter's final flush cannot print a traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass

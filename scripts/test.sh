@@ -13,6 +13,14 @@ KUSTOMIZE=$(bash scripts/install-kustomize.sh)
 export KRMFN_KUSTOMIZE="$KUSTOMIZE"
 KRMFN_CLUSTER_BIN=$(bash tests/cluster/build.sh)
 export KRMFN_CLUSTER_BIN
+# A real OCI registry for set-image's registry lookups (Debian's docker-registry package).
+if ! command -v docker-registry >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry >/dev/null
+  else
+    echo "error: set-image's registry tests need docker-registry: sudo apt-get install docker-registry" >&2; exit 1
+  fi
+fi
 command -v kpt >/dev/null || { echo "error: kpt is required for the e2e tests (preinstalled on these machines)" >&2; exit 1; }
 
 echo "== ruff" && ruff check . && ruff format --check krmfn functions
