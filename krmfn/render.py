@@ -2,9 +2,10 @@
 
 Every pipeline entry must be one of krmfn's own functions: ``exec: krmfn-<name>``, or an image named
 ``.../krmfn-<name>:<tag>`` or ``.../krmfn/<name>:<tag>`` (the installed version runs, whatever the tag);
-anything else is a clear error that points at ``kpt fn render``. Packages are read and annotated as kpt reads them (see krmfn.package),
-nested packages are rendered first with their own pipelines, and the whole tree costs one parse and
-one serialization. The rendered stream goes to stdout; ``--in-place`` writes the files back instead.
+anything else is a clear error that points at ``kpt fn render``. Packages are read and annotated as
+kpt reads them (see krmfn.package), nested packages are rendered first with their own pipelines, and
+the whole tree costs one parse and one serialization. The rendered stream goes to stdout;
+``--in-place`` writes the files back instead.
 """
 
 from __future__ import annotations
