@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import ctypes
+import functools
 import http.client
 import json
 import os
@@ -107,8 +108,8 @@ keyUsage = critical,digitalSignature,keyEncipherment
 extendedKeyUsage = clientAuth
 """
 
-# name -> (subject, extensions section). Components get their own identities so RBAC treats them as in
-# a kubeadm cluster; kwok acts as cluster admin like kwokctl's does.
+# name -> (subject, extensions section). The scheduler authenticates as in a kubeadm cluster, so the
+# bootstrap RBAC roles apply to it; the controller-manager and kwok act as cluster admins (see _up).
 _CERTS = {
     "apiserver": ("/CN=kube-apiserver", "server"),
     "admin": ("/O=system:masters/CN=krmfn-admin", "client"),
@@ -122,65 +123,28 @@ def make_pki(pki: Path) -> None:
     """Writes a throw-away CA, serving and client certificates and the service-account key pair (EC P-256:
     generating these takes milliseconds, RSA would take a noticeable part of the start time)."""
     pki.mkdir(parents=True, exist_ok=True)
-    cnf = pki / "openssl.cnf"
-    cnf.write_text(_OPENSSL_CNF)
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-noenc", "-days", "3650"]
-    base = ["openssl", "req", "-x509", "-config", str(cnf), *ec]
+    (pki / "openssl.cnf").write_text(_OPENSSL_CNF)
+    req = ["openssl", "req", "-x509", "-config", str(pki / "openssl.cnf"), "-days", "3650", "-noenc",
+           "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]  # fmt: skip
 
-    def run_all(cmds: list[list[str]]) -> None:
+    def run_all(*cmds: list[str]) -> None:  # in parallel
         procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for c in cmds]
         for c, p in zip(cmds, procs, strict=True):
             _, err = p.communicate()
             if p.returncode:
                 raise ClusterError(f"{' '.join(c)} failed: {err.decode()}")
 
+    def cert(name: str, subject: str, extensions: str, *ca: str) -> list[str]:
+        out = [str(pki / f"{name}.key"), str(pki / f"{name}.crt")]
+        return [*req, *ca, "-extensions", extensions, "-subj", subject, "-keyout", out[0], "-out", out[1]]
+
+    sa_key = ["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+              "-out", str(pki / "sa.key")]  # fmt: skip
+    run_all(cert("ca", "/CN=krmfn-test-ca", "ca"), sa_key)
+    signed_by_ca = ("-CA", str(pki / "ca.crt"), "-CAkey", str(pki / "ca.key"))
     run_all(
-        [
-            [
-                *base,
-                "-extensions",
-                "ca",
-                "-subj",
-                "/CN=krmfn-test-ca",
-                "-keyout",
-                str(pki / "ca.key"),
-                "-out",
-                str(pki / "ca.crt"),
-            ],
-            [
-                "openssl",
-                "genpkey",
-                "-algorithm",
-                "EC",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-                "-out",
-                str(pki / "sa.key"),
-            ],
-        ]
-    )
-    run_all(
-        [
-            *(
-                [
-                    *base,
-                    "-CA",
-                    str(pki / "ca.crt"),
-                    "-CAkey",
-                    str(pki / "ca.key"),
-                    "-extensions",
-                    ext,
-                    "-subj",
-                    subj,
-                    "-keyout",
-                    str(pki / f"{name}.key"),
-                    "-out",
-                    str(pki / f"{name}.crt"),
-                ]
-                for name, (subj, ext) in _CERTS.items()
-            ),
-            ["openssl", "pkey", "-in", str(pki / "sa.key"), "-pubout", "-out", str(pki / "sa.pub")],
-        ]
+        *(cert(name, subject, ext, *signed_by_ca) for name, (subject, ext) in _CERTS.items()),
+        ["openssl", "pkey", "-in", str(pki / "sa.key"), "-pubout", "-out", str(pki / "sa.pub")],
     )
 
 
@@ -247,119 +211,72 @@ class Cluster:
             raise
 
     def _up(self, bin_dir: Path, mark: Callable[[str], None], deadline: float) -> None:
-        pki = self.workdir / "pki"
+        pki, work = self.workdir / "pki", self.workdir
         make_pki(pki)
         mark("pki")
         etcd_port, peer_port, api_port = _free_port(), _free_port(), _free_port()
         self.server = f"https://127.0.0.1:{api_port}"
         write_kubeconfig(self.kubeconfig, self.server, pki / "ca.crt", _cert_user(pki, "admin"))
         for name in ("controller-manager", "scheduler", "kwok"):
-            write_kubeconfig(
-                self.workdir / f"{name}.kubeconfig", self.server, pki / "ca.crt", _cert_user(pki, name)
-            )
+            write_kubeconfig(work / f"{name}.kubeconfig", self.server, pki / "ca.crt", _cert_user(pki, name))
 
         etcd_url, peer_url = f"http://127.0.0.1:{etcd_port}", f"http://127.0.0.1:{peer_port}"
-        self._start(
-            "etcd",
-            bin_dir / "etcd",
-            [
-                "--name=krmfn",
-                f"--data-dir={self.workdir / 'etcd'}",
-                f"--listen-client-urls={etcd_url}",
-                f"--advertise-client-urls={etcd_url}",
-                f"--listen-peer-urls={peer_url}",
-                f"--initial-advertise-peer-urls={peer_url}",
-                f"--initial-cluster=krmfn={peer_url}",
-                "--unsafe-no-fsync=true",  # test data is disposable; fsync dominates write latency otherwise
-                "--log-level=warn",
-            ],
+        # fmt: off
+        self._start(bin_dir / "etcd",
+            "--name=krmfn", f"--data-dir={work / 'etcd'}", "--log-level=warn",
+            f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
+            f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
+            f"--initial-cluster=krmfn={peer_url}",
+            "--unsafe-no-fsync=true",  # test data is disposable; fsync dominates write latency otherwise
         )
         # The apiserver retries etcd until it answers, so both start together.
-        self._start(
-            "kube-apiserver",
-            bin_dir / "kube-apiserver",
-            [
-                f"--etcd-servers={etcd_url}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--secure-port={api_port}",
-                f"--cert-dir={pki}",
-                f"--tls-cert-file={pki / 'apiserver.crt'}",
-                f"--tls-private-key-file={pki / 'apiserver.key'}",
-                f"--client-ca-file={pki / 'ca.crt'}",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={pki / 'sa.pub'}",
-                f"--service-account-signing-key-file={pki / 'sa.key'}",
-                f"--service-cluster-ip-range={SERVICE_CIDR}",
-                "--authorization-mode=Node,RBAC",  # real 403s for RBAC tests
-                "--profiling=false",
-            ],
+        self._start(bin_dir / "kube-apiserver",
+            f"--etcd-servers={etcd_url}", "--profiling=false",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={api_port}",
+            f"--cert-dir={pki}", f"--tls-cert-file={pki / 'apiserver.crt'}",
+            f"--tls-private-key-file={pki / 'apiserver.key'}", f"--client-ca-file={pki / 'ca.crt'}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki / 'sa.pub'}",
+            f"--service-account-signing-key-file={pki / 'sa.key'}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--authorization-mode=Node,RBAC",  # real 403s for RBAC tests
         )
+        # fmt: on
         wait_until("kube-apiserver /readyz", self._apiserver_ready, deadline - time.monotonic())
         mark("apiserver-ready")
 
         # Controllers start only now: they (kwok in particular) back off by whole seconds when the
         # apiserver is not there yet, which would cost more than waiting.
-        self._start(
-            "kube-controller-manager",
-            bin_dir / "kube-controller-manager",
-            [
-                f"--kubeconfig={self.workdir / 'controller-manager.kubeconfig'}",
-                "--controllers=*",
-                "--use-service-account-credentials=false",  # each controller under its own RBAC identity
-                f"--service-account-private-key-file={pki / 'sa.key'}",
-                f"--root-ca-file={pki / 'ca.crt'}",
-                f"--cluster-signing-cert-file={pki / 'ca.crt'}",
-                f"--cluster-signing-key-file={pki / 'ca.key'}",
-                "--leader-elect=false",  # one instance; acquiring the lease would only add seconds
-                "--secure-port=0",  # no metrics/healthz endpoint: nothing reads it, and no port to collide
-                "--profiling=false",
-            ],
+        # fmt: off
+        self._start(bin_dir / "kube-controller-manager",
+            f"--kubeconfig={work / 'controller-manager.kubeconfig'}", "--controllers=*", "--profiling=false",
+            # Per-controller ServiceAccount credentials would delay readiness by ~4.5s (3s -> 7.6s start),
+            # so all controllers share the controller-manager's admin identity; they behave the same.
+            "--use-service-account-credentials=false",
+            f"--service-account-private-key-file={pki / 'sa.key'}", f"--root-ca-file={pki / 'ca.crt'}",
+            f"--cluster-signing-cert-file={pki / 'ca.crt'}", f"--cluster-signing-key-file={pki / 'ca.key'}",
+            "--leader-elect=false",  # one instance; acquiring the lease would only add seconds
+            "--secure-port=0",  # no metrics/healthz endpoint: nothing reads it, and no port to collide
         )
-        self._start(
-            "kube-scheduler",
-            bin_dir / "kube-scheduler",
-            [
-                f"--kubeconfig={self.workdir / 'scheduler.kubeconfig'}",
-                "--leader-elect=false",
-                "--secure-port=0",
-                "--profiling=false",
-            ],
+        self._start(bin_dir / "kube-scheduler",
+            f"--kubeconfig={work / 'scheduler.kubeconfig'}", "--profiling=false",
+            "--leader-elect=false", "--secure-port=0",
         )
-        self._start(
-            "kwok",
-            bin_dir / "kwok",
-            [
-                f"--kubeconfig={self.workdir / 'kwok.kubeconfig'}",
-                f"--config={STAGES}",
-                "--manage-all-nodes=false",
-                f"--manage-nodes-with-annotation-selector={'='.join(KWOK_ANNOTATION)}",
-                "--cidr=10.244.0.0/16",
-                "--node-ip=10.0.0.1",
-                "--node-lease-duration-seconds=40",
-            ],
+        self._start(bin_dir / "kwok",
+            f"--kubeconfig={work / 'kwok.kubeconfig'}", f"--config={STAGES}",
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector={'='.join(KWOK_ANNOTATION)}",
+            "--cidr=10.244.0.0/16", "--node-ip=10.0.0.1", "--node-lease-duration-seconds=40",
         )
+        # fmt: on
 
         client = self.client()
+        labels = {"kubernetes.io/hostname": NODE_NAME, "kubernetes.io/os": "linux", "type": "kwok"}
         client.create(
-            Node(
-                metadata=ObjectMeta(
-                    name=NODE_NAME,
-                    annotations=dict([KWOK_ANNOTATION]),
-                    labels={
-                        "kubernetes.io/hostname": NODE_NAME,
-                        "kubernetes.io/os": "linux",
-                        "kubernetes.io/arch": "amd64",
-                        "type": "kwok",
-                    },
-                )
-            )
+            Node(metadata=ObjectMeta(name=NODE_NAME, annotations=dict([KWOK_ANNOTATION]), labels=labels))
         )
-        wait_until(
-            f"node {NODE_NAME} Ready and untainted",
-            lambda: self._node_schedulable(client),
-            deadline - time.monotonic(),
-        )
+        schedulable = functools.partial(self._node_schedulable, client)
+        wait_until(f"node {NODE_NAME} Ready and untainted", schedulable, deadline - time.monotonic())
         mark("node-ready")
         # ServiceAccount admission rejects pods until the controller-manager has created the namespace's
         # default ServiceAccount; waiting here means the controller-manager's controllers are running.
@@ -432,7 +349,8 @@ class Cluster:
 
     # --- internals ----------------------------------------------------------------------------------------
 
-    def _start(self, name: str, binary: Path, args: list[str]) -> None:
+    def _start(self, binary: Path, *args: str) -> None:
+        name = binary.name
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = (self.log_dir / f"{name}.log").open("ab")
         self._logs.append(log)
