@@ -57,6 +57,8 @@ def parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", choices=["text", "json"], default="text")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--retry-timeout", type=_duration, default=30.0, metavar="DURATION",
+                   help="how long to retry connection errors, 429 and 5xx answers (default 30s)")  # fmt: skip
     if command == "apply":
         p.add_argument("--dry-run", choices=["none", "client", "server"], default="none", nargs="?",
                        const="client", help="client: print the plan; server: validate all")  # fmt: skip
@@ -70,7 +72,7 @@ def parser(command: str) -> argparse.ArgumentParser:
 
 
 def _api_from_args(args: argparse.Namespace) -> Api:
-    return HttpApi(load_config(args.kubeconfig, args.context))
+    return HttpApi(load_config(args.kubeconfig, args.context), retry_budget=args.retry_timeout)
 
 
 def main(argv: list[str], api_factory: ApiFactory = _api_from_args) -> int:
