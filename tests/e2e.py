@@ -1,4 +1,7 @@
-"""Helpers to run example packages under the real kpt and kustomize binaries (see test_examples.py)."""
+"""Helpers to run example packages under the real kpt and kustomize binaries (see test_examples.py).
+
+Example packages are committed rendered; ``derive_source`` gives back the source a render started from.
+"""
 
 from __future__ import annotations
 
@@ -61,6 +64,46 @@ def git_snapshot(repo: Path) -> None:
 def git_diff(repo: Path) -> str:
     text = run(["git", "diff", "--no-color", "--no-ext-diff"], repo).stdout
     return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("index "))
+
+
+def package_files(directory: Path) -> dict[str, bytes]:
+    """Every file of a package but its .expected/ directory, by path relative to the package."""
+    found = sorted(
+        p for p in directory.rglob("*") if p.is_file() and ".expected" not in p.relative_to(directory).parts
+    )
+    return {str(p.relative_to(directory)): p.read_bytes() for p in found}
+
+
+def derive_source(package: Path, repo: Path) -> Path:
+    """The source of a committed (rendered) package: ``repo/<name>`` with .expected/diff.patch reversed.
+
+    ``repo`` becomes a git repository whose one commit is the source, so ``git_diff(repo)`` after a render
+    is the diff the render applied. A package without a diff.patch (a new one) is its own source.
+    """
+    target = repo / package.name
+    shutil.copytree(package, target, ignore=shutil.ignore_patterns(".expected"))
+    run(["git", "init", "-q"], repo)
+    patch = package / ".expected" / "diff.patch"
+    if patch.exists() and patch.read_text():
+        reverse = run(["git", "apply", "-R", str(patch)], repo, check=False)
+        if reverse.returncode:
+            raise AssertionError(
+                f"{patch.relative_to(ROOT)} does not reverse-apply to the committed package: "
+                f"edit the source outside the rendered lines, or render it again\n{reverse.stderr}"
+            )
+    git_snapshot(repo)
+    return target
+
+
+def adopt_rendered(package: Path, rendered: Path) -> None:
+    """KRMFN_UPDATE_FIXTURES: the rendered copy becomes the committed package (.expected/ aside)."""
+    new, old = package_files(rendered), package_files(package)
+    for name in old.keys() - new.keys():
+        (package / name).unlink()
+    for name, data in new.items():
+        if old.get(name) != data:
+            (package / name).parent.mkdir(parents=True, exist_ok=True)
+            (package / name).write_bytes(data)
 
 
 def package_objects(directory: Path) -> list[dict[str, Any]]:

@@ -1,26 +1,38 @@
 """Every function example package, end to end under the real kpt and kustomize (kpt-catalog style).
 
-For ``functions/<fn>/examples/<example>/``: ``kpt fn render --allow-exec`` in a scratch git repo must
-produce ``.expected/diff.patch`` and ``.expected/results.yaml``, and a second render must change nothing.
-The same resources and function configs run under ``kustomize build --enable-alpha-plugins
---enable-exec`` must give the same objects. ``.expected/config.yaml`` may set ``exitCode: 1``.
-KRMFN_UPDATE_FIXTURES=1 rewrites the expected files.
+An example package ``functions/<fn>/examples/<example>/`` is committed in its rendered state, as a real
+kpt repository would hold it, so ``kpt fn render --allow-exec`` at the repository root changes nothing.
+``.expected/diff.patch`` is the diff that rendering applied to the source: the test derives the source by
+reverse-applying it (``git apply -R`` in a scratch git repository), renders that with kpt and checks
+that the diff equals ``.expected/diff.patch``, the results equal ``.expected/results.yaml``, the
+rendered files equal the committed ones and a second render changes nothing. The derived source also
+runs under ``kustomize build --enable-alpha-plugins --enable-exec`` (generated kustomization) and must
+give the same objects. Every package has a ``.krmignore`` listing ``.expected/``: kpt reads hidden
+directories too. A pipeline that fails on purpose is a fixture case under tests/fixtures/, not an
+example: a failing package would fail the root render.
+
+KRMFN_UPDATE_FIXTURES=1 derives the source from the committed package, renders it and writes the new
+diff.patch and results.yaml and the rendered files into the package. A new example is written as its
+source, without diff.patch; the update run renders it in place. To change an existing one, edit the
+committed files outside the rendered lines and run the update.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from e2e import (
     ROOT,
+    adopt_rendered,
     by_identity,
+    derive_source,
     git_diff,
     git_snapshot,
     kustomization_for,
+    package_files,
     package_objects,
     run,
     strip_bookkeeping,
@@ -36,11 +48,6 @@ RESULT_KEYS = ("message", "severity", "resourceRef", "field", "file", "tags")
 pytestmark = pytest.mark.e2e
 
 
-def _expected(package: Path) -> dict[str, Any]:
-    path = package / ".expected" / "config.yaml"
-    return next(load_all_fast(path.read_text())) if path.exists() else {}
-
-
 def _kpt_results(results_dir: Path) -> list[dict[str, Any]]:
     path = results_dir / "results.yaml"
     if not path.exists():
@@ -53,7 +60,7 @@ def _kpt_results(results_dir: Path) -> list[dict[str, Any]]:
     ]
 
 
-def _check(path: Path, actual: str) -> None:
+def check_expected(path: Path, actual: str) -> None:
     if UPDATE:
         path.parent.mkdir(exist_ok=True)
         path.write_text(actual)
@@ -61,36 +68,44 @@ def _check(path: Path, actual: str) -> None:
     assert actual == path.read_text(), f"{path.relative_to(ROOT)} differs"
 
 
+def check_committed(package: Path, rendered: Path) -> None:
+    """The committed package is byte for byte what rendering its source gives."""
+    if UPDATE:
+        adopt_rendered(package, rendered)
+    assert package_files(rendered) == package_files(package), (
+        f"{package.relative_to(ROOT)} is not committed in its rendered state (KRMFN_UPDATE_FIXTURES=1)"
+    )
+
+
 @pytest.mark.parametrize("package", PACKAGES, ids=[f"{p.parent.parent.name}/{p.name}" for p in PACKAGES])
 def test_example_under_kpt_and_kustomize(package: Path, tmp_path: Path) -> None:
     kpt = tool("kpt")
-    want_code = int(_expected(package).get("exitCode", 0))
     repo = tmp_path / "repo"
-    pkg = repo / package.name
-    shutil.copytree(package, pkg, ignore=shutil.ignore_patterns(".expected"))
-    run(["git", "init", "-q"], repo)
-    git_snapshot(repo)
+    source = derive_source(package, repo)
+    target = kustomization_for(source, tmp_path)
 
     results_dir = tmp_path / "results"
-    first = run(
-        [kpt, "fn", "render", "--allow-exec", "--results-dir", str(results_dir), package.name], repo, False
-    )
-    assert first.returncode == want_code, f"kpt exited {first.returncode}:\n{first.stdout}\n{first.stderr}"
-    _check(package / ".expected" / "diff.patch", git_diff(repo))
-    _check(package / ".expected" / "results.yaml", dump_fast(_kpt_results(results_dir)))
-    if want_code:
-        return
+    run([kpt, "fn", "render", "--allow-exec", "--results-dir", str(results_dir), package.name], repo)
+    check_expected(package / ".expected" / "diff.patch", git_diff(repo))
+    check_expected(package / ".expected" / "results.yaml", dump_fast(_kpt_results(results_dir)))
+    check_committed(package, source)
 
     git_snapshot(repo)
     run([kpt, "fn", "render", "--allow-exec", package.name], repo)
     assert git_diff(repo) == "", "a second kpt render changed the package: the pipeline is not idempotent"
 
     kustomize = tool("kustomize")
-    target = kustomization_for(package, tmp_path)
     built = run([kustomize, "build", "--enable-alpha-plugins", "--enable-exec", str(target)], tmp_path)
     from_kustomize = by_identity([strip_bookkeeping(o) for o in load_all_fast(built.stdout) if o])
-    from_kpt = by_identity(package_objects(pkg))
+    from_kpt = by_identity(package_objects(source))
     assert from_kustomize == from_kpt, "kustomize and kpt rendered different objects"
+
+
+def test_every_example_package_ignores_its_expected_directory() -> None:
+    for package in PACKAGES:
+        ignore = package / ".krmignore"
+        lines = ignore.read_text().splitlines() if ignore.exists() else []
+        assert ".expected/" in lines, f"{package.relative_to(ROOT)}/.krmignore must list .expected/"
 
 
 def test_every_function_has_an_example_package() -> None:
