@@ -15,6 +15,7 @@ from krmfn.kobj import is_local_config
 from krmfn.yamlio import dump_fast, load_all_fast
 
 ROOT = Path(__file__).resolve().parent.parent
+UPDATE = bool(os.environ.get("KRMFN_UPDATE_FIXTURES"))
 BOOKKEEPING = (
     "config.kubernetes.io/",
     "internal.config.kubernetes.io/",
@@ -104,6 +105,24 @@ def adopt_rendered(package: Path, rendered: Path) -> None:
         if old.get(name) != data:
             (package / name).parent.mkdir(parents=True, exist_ok=True)
             (package / name).write_bytes(data)
+
+
+def check_expected(path: Path, actual: str) -> None:
+    """``actual`` equals the committed expected file (KRMFN_UPDATE_FIXTURES=1 writes it first)."""
+    if UPDATE:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(actual)
+    assert path.exists(), f"missing {path.relative_to(ROOT)} (KRMFN_UPDATE_FIXTURES=1 writes it)"
+    assert actual == path.read_text(), f"{path.relative_to(ROOT)} differs"
+
+
+def check_committed(package: Path, rendered: Path) -> None:
+    """The committed package is byte for byte the rendered copy (KRMFN_UPDATE_FIXTURES=1 copies it in)."""
+    if UPDATE:
+        adopt_rendered(package, rendered)
+    assert package_files(rendered) == package_files(package), (
+        f"{package.relative_to(ROOT)} is not committed in its rendered state (KRMFN_UPDATE_FIXTURES=1)"
+    )
 
 
 def package_objects(directory: Path) -> list[dict[str, Any]]:

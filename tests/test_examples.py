@@ -19,20 +19,19 @@ committed files outside the rendered lines and run the update.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from e2e import (
     ROOT,
-    adopt_rendered,
     by_identity,
+    check_committed,
+    check_expected,
     derive_source,
     git_diff,
     git_snapshot,
     kustomization_for,
-    package_files,
     package_objects,
     run,
     strip_bookkeeping,
@@ -41,7 +40,6 @@ from e2e import (
 
 from krmfn.yamlio import dump_fast, load_all_fast
 
-UPDATE = bool(os.environ.get("KRMFN_UPDATE_FIXTURES"))
 PACKAGES = sorted(p.parent for p in ROOT.glob("functions/*/examples/*/Kptfile"))
 RESULT_KEYS = ("message", "severity", "resourceRef", "field", "file", "tags")
 
@@ -58,23 +56,6 @@ def _kpt_results(results_dir: Path) -> list[dict[str, Any]]:
         for item in doc.get("items") or []
         for r in item.get("results") or []
     ]
-
-
-def check_expected(path: Path, actual: str) -> None:
-    if UPDATE:
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(actual)
-    assert path.exists(), f"missing {path.relative_to(ROOT)} (KRMFN_UPDATE_FIXTURES=1 writes it)"
-    assert actual == path.read_text(), f"{path.relative_to(ROOT)} differs"
-
-
-def check_committed(package: Path, rendered: Path) -> None:
-    """The committed package is byte for byte what rendering its source gives."""
-    if UPDATE:
-        adopt_rendered(package, rendered)
-    assert package_files(rendered) == package_files(package), (
-        f"{package.relative_to(ROOT)} is not committed in its rendered state (KRMFN_UPDATE_FIXTURES=1)"
-    )
 
 
 @pytest.mark.parametrize("package", PACKAGES, ids=[f"{p.parent.parent.name}/{p.name}" for p in PACKAGES])

@@ -1,27 +1,42 @@
-"""Every package under examples/ renders to its committed ``.expected/rendered.yaml`` three ways:
-``krmfn render`` (in-process, no kpt or kustomize), ``kpt fn render --allow-exec`` and ``kustomize build
---enable-alpha-plugins --enable-exec`` with the package's own kustomization.yaml.
+"""Every package under examples/ is committed rendered and renders from its source three ways.
 
-KRMFN_UPDATE_FIXTURES=1 rewrites rendered.yaml from ``krmfn render``'s output.
+As for the function examples (see test_examples.py), ``.expected/diff.patch`` is the diff rendering
+applied to the source, and the source is derived by reverse-applying it. The derived source renders to
+the committed files with ``kpt fn render --allow-exec`` and with ``krmfn render --in-place`` (in-process,
+no kpt or kustomize), to the committed objects with ``kustomize build --enable-alpha-plugins
+--enable-exec`` through the package's own kustomization.yaml; rendering the committed package again
+changes nothing, and ``krmfn render`` prints its objects.
+
+KRMFN_UPDATE_FIXTURES=1 writes diff.patch and the rendered files from kpt's render of the derived source.
 """
 
 from __future__ import annotations
 
 import io
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e import ROOT, by_identity, run, strip_bookkeeping, tool
+from e2e import (
+    ROOT,
+    by_identity,
+    check_committed,
+    check_expected,
+    derive_source,
+    git_diff,
+    git_snapshot,
+    package_files,
+    run,
+    strip_bookkeeping,
+    tool,
+)
 
 from krmfn import package as pkg
 from krmfn.kobj import is_local_config
 from krmfn.render import main as render_main
 from krmfn.yamlio import load_all_fast
 
-UPDATE = bool(os.environ.get("KRMFN_UPDATE_FIXTURES"))
 EXAMPLES = sorted(p.parent for p in ROOT.glob("examples/*/Kptfile"))
 IDS = [p.name for p in EXAMPLES]
 
@@ -43,9 +58,9 @@ def package_objects(directory: Path) -> dict[tuple[str, str, str], dict[str, Any
     return by_identity([pkg.strip(o) for o in found if not is_local_config(o)])
 
 
-def copy(example: Path, target: Path) -> Path:
-    shutil.copytree(example, target, ignore=shutil.ignore_patterns(".expected"))
-    return target
+def source_of(example: Path, tmp_path: Path) -> Path:
+    """The example's source (templates, unhashed names), derived from the committed rendered package."""
+    return derive_source(example, tmp_path / "source")
 
 
 def test_there_are_three_examples() -> None:
@@ -53,50 +68,59 @@ def test_there_are_three_examples() -> None:
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
-def test_krmfn_render_prints_the_committed_output(example: Path) -> None:
-    rendered = krmfn_render(example)
-    expected = example / ".expected" / "rendered.yaml"
-    if UPDATE:
-        expected.parent.mkdir(exist_ok=True)
-        expected.write_text(rendered)
-    assert expected.exists(), f"missing {expected.relative_to(ROOT)} (KRMFN_UPDATE_FIXTURES=1 writes it)"
-    assert rendered == expected.read_text()
-    assert "<<" not in rendered, "an input expression was left unrendered"
+def test_krmignore_keeps_expected_and_the_kustomization_out(example: Path) -> None:
+    lines = (example / ".krmignore").read_text().splitlines()
+    assert ".expected/" in lines and "kustomization.yaml" in lines
 
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
-def test_kpt_and_kustomize_render_the_same_objects(example: Path, tmp_path: Path) -> None:
-    expected = objects((example / ".expected" / "rendered.yaml").read_text())
+def test_kpt_renders_the_source_to_the_committed_package(example: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    source = derive_source(example, repo)
+    run([tool("kpt"), "fn", "render", "--allow-exec", example.name], repo)
+    check_expected(example / ".expected" / "diff.patch", git_diff(repo))
+    check_committed(example, source)
+    assert not any(b"<<" in data for data in package_files(example).values()), "an input left unrendered"
 
-    by_kpt = copy(example, tmp_path / "kpt" / example.name)
-    run([tool("kpt"), "fn", "render", "--allow-exec", str(by_kpt)], tmp_path)
-    assert package_objects(by_kpt) == expected, "kpt fn render gave other objects"
-
-    by_kustomize = copy(example, tmp_path / "kustomize" / example.name)
-    built = run(
-        [tool("kustomize"), "build", "--enable-alpha-plugins", "--enable-exec", str(by_kustomize)], tmp_path
-    )
-    assert objects(built.stdout) == expected, "kustomize build gave other objects"
+    git_snapshot(repo)
+    run([tool("kpt"), "fn", "render", "--allow-exec", example.name], repo)
+    assert git_diff(repo) == "", "a second kpt render changed the package"
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
-def test_in_place_render_is_idempotent(example: Path, tmp_path: Path) -> None:
-    target = copy(example, tmp_path / example.name)
+def test_krmfn_render_of_the_source_gives_the_committed_package(example: Path, tmp_path: Path) -> None:
+    source = source_of(example, tmp_path)
+    assert objects(krmfn_render(source)) == package_objects(example), "krmfn render printed other objects"
+    krmfn_render(source, "--in-place")
+    assert package_files(source) == package_files(example), "krmfn render --in-place wrote other files"
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
+def test_rendering_the_committed_package_again_changes_nothing(example: Path, tmp_path: Path) -> None:
+    assert objects(krmfn_render(example)) == package_objects(example), "krmfn render printed other objects"
+    target = tmp_path / example.name
+    shutil.copytree(example, target)
     krmfn_render(target, "--in-place")
-    first = {p: p.read_bytes() for p in sorted(target.rglob("*")) if p.is_file()}
-    krmfn_render(target, "--in-place")
-    assert {p: p.read_bytes() for p in sorted(target.rglob("*")) if p.is_file()} == first
-    assert package_objects(target) == objects((example / ".expected" / "rendered.yaml").read_text())
+    assert package_files(target) == package_files(example)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
+def test_kustomize_builds_the_committed_objects_from_the_source(example: Path, tmp_path: Path) -> None:
+    source = source_of(example, tmp_path)
+    built = run(
+        [tool("kustomize"), "build", "--enable-alpha-plugins", "--enable-exec", str(source)], tmp_path
+    )
+    assert objects(built.stdout) == package_objects(example), "kustomize build gave other objects"
 
 
 def test_config_change_rolls_the_deployment_and_reruns_the_job(tmp_path: Path) -> None:
-    example = ROOT / "examples" / "config-rollout"
-    before = objects(krmfn_render(example))
-    target = copy(example, tmp_path / example.name)
-    settings = target / "settings.yaml"
+    source = source_of(ROOT / "examples" / "config-rollout", tmp_path)
+    before = objects(krmfn_render(source))
+    settings = source / "settings.yaml"
     settings.write_text(settings.read_text().replace("SEARCH_LANGUAGE: en", "SEARCH_LANGUAGE: de"))
-    after = objects(krmfn_render(target))
+    after = objects(krmfn_render(source))
 
     def checksum(obj: dict[str, Any]) -> str:
         value: str = obj["spec"]["template"]["metadata"]["annotations"]["krmfn.dev/config-checksum"]
@@ -110,8 +134,10 @@ def test_config_change_rolls_the_deployment_and_reruns_the_job(tmp_path: Path) -
     assert next(iter(jobs)).startswith("search-reindex-")
 
 
-def test_staged_deploy_runs_in_three_steps_with_one_tag() -> None:
-    rendered = objects(krmfn_render(ROOT / "examples" / "staged-deploy"))
+def test_staged_deploy_runs_in_three_steps_with_one_tag(tmp_path: Path) -> None:
+    source = source_of(ROOT / "examples" / "staged-deploy", tmp_path)
+    assert "<< inputs.tag >>" in (source / "deployment.yaml").read_text(), "the source holds the template"
+    rendered = objects(krmfn_render(source))
     steps = {
         key[2].rsplit("-", 1)[0] if key[0] == "Job" else key[2]: (
             obj["metadata"]["annotations"]["krmfn.dev/step"],
