@@ -1,14 +1,18 @@
-"""``krmfn render`` against ``kpt fn render``: same files byte for byte, same objects, same exit code."""
+"""``krmfn render`` against ``kpt fn render``: same files byte for byte, same objects, same exit code.
+
+The example packages are committed rendered, so both render the source derived from each package's
+``.expected/diff.patch`` (see test_examples.py); a failing pipeline and kpt's refusal of a scalar
+rendered into a mapping are small packages built here, since neither can be an example under the root.
+"""
 
 from __future__ import annotations
 
 import io
-import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
-from e2e import ROOT, by_identity, run, tool
+from e2e import ROOT, by_identity, derive_source, package_files, run, tool
 from test_examples_rendered import objects, package_objects
 
 from krmfn.render import main as render_main
@@ -30,48 +34,34 @@ def files(directory: Path) -> dict[str, bytes]:
     return {str(p.relative_to(directory)): p.read_bytes() for p in found}
 
 
-def two_copies(package: Path, tmp_path: Path) -> tuple[Path, Path]:
-    copies = []
-    for side in ("kpt", "krmfn"):
-        target = tmp_path / side / package.name
-        shutil.copytree(package, target, ignore=shutil.ignore_patterns(".expected"))
-        copies.append(target)
-    return copies[0], copies[1]
-
-
-# kpt's own write-back fails when a function turns a scalar into a mapping (render-inputs rendering a
-# whole mapping into `resources: << inputs.resources >>`); krmfn render writes the rendered mapping.
-KPT_LIMITATIONS = ("wrong node kind: expected ScalarNode but got MappingNode",)
+def two_sources(package: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """Two copies of the package's source, derived from the committed rendered package."""
+    by_kpt = derive_source(package, tmp_path / "kpt")
+    by_krmfn = derive_source(package, tmp_path / "krmfn")
+    return by_kpt, by_krmfn
 
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("package", PACKAGES, ids=IDS)
 def test_in_place_writes_the_same_bytes_as_kpt(package: Path, tmp_path: Path) -> None:
-    by_kpt, by_krmfn = two_copies(package, tmp_path)
-    kpt = run([tool("kpt"), "fn", "render", "--allow-exec", str(by_kpt)], tmp_path, check=False)
+    by_kpt, by_krmfn = two_sources(package, tmp_path)
+    run([tool("kpt"), "fn", "render", "--allow-exec", str(by_kpt)], tmp_path)
     code, _, err = render(str(by_krmfn), "--in-place")
-    if kpt.returncode and any(m in kpt.stderr for m in KPT_LIMITATIONS):
-        assert code == 0, err
-        assert files(by_krmfn) != files(by_kpt), "kpt failed, so its copy must be unchanged"
-        return
-    assert code == (1 if kpt.returncode else 0), f"kpt exited {kpt.returncode}, krmfn {code}:\n{err}"
+    assert code == 0, err
     assert files(by_krmfn) == files(by_kpt)
+    assert package_files(by_krmfn) == package_files(package), "the committed package is not this render"
 
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("package", PACKAGES, ids=IDS)
 def test_stdout_has_the_objects_kpt_writes(package: Path, tmp_path: Path) -> None:
-    by_kpt, source = two_copies(package, tmp_path)
-    kpt = run([tool("kpt"), "fn", "render", "--allow-exec", str(by_kpt)], tmp_path, check=False)
-    code, out, _ = render(str(source))
-    if kpt.returncode and any(m in kpt.stderr for m in KPT_LIMITATIONS):
-        assert code == 0 and "<<" not in out
-        return
-    if kpt.returncode:
-        assert (code, out) == (1, ""), "a failing pipeline must print nothing"
-        return
-    assert code == 0
+    by_kpt, source = two_sources(package, tmp_path)
+    run([tool("kpt"), "fn", "render", "--allow-exec", str(by_kpt)], tmp_path)
+    before = files(source)
+    code, out, err = render(str(source))
+    assert code == 0, err
     assert objects(out) == package_objects(by_kpt)
+    assert files(source) == before, "without --in-place the package is left alone"
 
 
 def _package(tmp_path: Path, kptfile: str, **files: str) -> Path:
@@ -232,7 +222,100 @@ def test_a_directory_without_kptfile_is_an_error(tmp_path: Path) -> None:
 
 def test_same_objects_as_kpt_with_the_combined_function(tmp_path: Path) -> None:
     example = ROOT / "examples" / "config-rollout"
-    _, out, _ = render(str(example))
-    assert by_identity([o for o in load_all_fast(out) if o]) == objects(
-        (example / ".expected" / "rendered.yaml").read_text()
+    code, out, err = render(str(derive_source(example, tmp_path)))
+    assert code == 0, err
+    assert by_identity([o for o in load_all_fast(out) if o]) == package_objects(example)
+
+
+BROKEN_CRONJOB = """\
+    apiVersion: batch/v1
+    kind: CronJob
+    metadata:
+      name: nightly-backup
+    spec:
+      schedule: "CRON_TZ=Europe/Paris 30 2 * * 7"
+      jobTemplate:
+        spec:
+          template:
+            spec:
+              containers:
+              - name: backup
+                image: busybox:1.37
+    """
+
+
+@pytest.mark.e2e
+def test_a_failing_pipeline_prints_nothing_and_writes_nothing_like_kpt(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        """\
+        apiVersion: kpt.dev/v1
+        kind: Kptfile
+        metadata: {name: pkg}
+        pipeline:
+          mutators:
+          - exec: krmfn-hash-job-names
+          validators:
+          - exec: krmfn-validate-jobs
+        """,
+        **{"cronjob.yaml": BROKEN_CRONJOB, "job.yaml": JOB},
     )
+    before = files(root)
+    kpt = run([tool("kpt"), "fn", "render", "--allow-exec", str(root)], tmp_path, check=False)
+    assert kpt.returncode == 1 and "cannot use TZ or CRON_TZ" in kpt.stderr
+    assert files(root) == before, "kpt wrote a package whose pipeline failed"
+    for flags in ((), ("--in-place",)):
+        code, out, err = render(str(root), *flags)
+        assert (code, out) == (1, ""), f"krmfn render {flags} must fail and print nothing"
+        assert "cannot use TZ or CRON_TZ" in err
+        assert files(root) == before
+
+
+MAPPING_INPUT = """\
+    apiVersion: fn.krmfn.dev/v1alpha1
+    kind: RenderInputs
+    metadata:
+      name: sizing
+      annotations:
+        config.kubernetes.io/local-config: "true"
+    inputs:
+      resources:
+        requests: {memory: 128Mi}
+    """
+
+SCALAR_BECOMES_MAPPING = """\
+    apiVersion: v1
+    kind: Pod
+    metadata:
+      name: worker
+    spec:
+      containers:
+      - name: worker
+        image: app:1
+        resources: << inputs.resources >>
+    """
+
+
+@pytest.mark.e2e
+def test_a_scalar_rendered_into_a_mapping_is_written_where_kpt_refuses(tmp_path: Path) -> None:
+    # kpt's write-back copies comments node by node and fails when a scalar became a mapping
+    kptfile = """\
+        apiVersion: kpt.dev/v1
+        kind: Kptfile
+        metadata: {name: pkg}
+        pipeline:
+          mutators:
+          - exec: krmfn-render-inputs
+            configPath: fn-config.yaml
+        """
+    root = _package(
+        tmp_path, kptfile, **{"fn-config.yaml": MAPPING_INPUT, "pod.yaml": SCALAR_BECOMES_MAPPING}
+    )
+    before = files(root)
+    kpt = run([tool("kpt"), "fn", "render", "--allow-exec", str(root)], tmp_path, check=False)
+    assert kpt.returncode and "wrong node kind" in kpt.stderr, kpt.stderr
+    assert files(root) == before
+    code, _, err = render(str(root), "--in-place")
+    assert code == 0, err
+    (pod,) = load_all_fast((root / "pod.yaml").read_text())
+    assert pod["spec"]["containers"][0]["resources"] == {"requests": {"memory": "128Mi"}}
