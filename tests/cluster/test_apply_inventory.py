@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import httpx2
 from lightkube import ApiError, Client
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.apps_v1 import Deployment
@@ -37,7 +38,11 @@ def exists(client: Client, res: type, name: str, namespace: str) -> bool:
 def fake_flux(client: Client, namespace: str, stop: threading.Event) -> None:
     """Stands in for kustomize-controller: marks each Kustomization reconciled and Ready."""
     while not stop.wait(0.05):
-        for ks in client.list(Kustomization, namespace=namespace):
+        try:
+            found = list(client.list(Kustomization, namespace=namespace))
+        except (ApiError, httpx2.HTTPStatusError):
+            continue  # the CRD is not served yet (a plain-text 404)
+        for ks in found:
             status = ks.get("status") or {}
             generation = ks["metadata"]["generation"]
             if status.get("observedGeneration") == generation:
