@@ -120,6 +120,11 @@ def _kubeconfig_namespace(args: argparse.Namespace) -> str:
 
 
 def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -> int:
+    try:
+        _make_plan(args, docs, args.namespace or "default")  # input errors before any connection
+    except RunnerError as err:
+        sys.stderr.write(f"krmfn apply: {err}\n")
+        return EXIT_USAGE
     printer = make_printer(args.output, sys.stdout)
     try:
         api = api_factory(args)

@@ -111,8 +111,15 @@ def load_config(kubeconfig: str | None, context: str | None) -> SingleConfig:
         elif default.exists():
             config = KubeConfig.from_file(default)
         else:
-            config = KubeConfig.from_service_account()
+            try:
+                config = KubeConfig.from_service_account()
+            except Exception:
+                raise ClusterUnreachable(
+                    "no kubeconfig: pass --kubeconfig or set KUBECONFIG (and not running in a pod)"
+                ) from None
         single = config.get(context_name=context)
+    except ClusterUnreachable:
+        raise
     except Exception as err:  # lightkube raises several kinds for unreadable or incomplete configs
         raise ClusterUnreachable(f"cannot load the kubeconfig: {err}") from None
     if single is None:

@@ -1,0 +1,155 @@
+"""`krmfn plan` and the parts of `krmfn apply` that need no cluster: input, flags, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from e2e import tool
+
+from krmfn.cli import main as krmfn_main
+from krmfn.runner.cli import main
+
+STAGED = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  annotations: {krmfn.dev/step: deploy, krmfn.dev/step-index: "1", krmfn.dev/step-timeout: 10m}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: db-migration
+  annotations: {krmfn.dev/step: pre-deploy, krmfn.dev/step-index: "0", krmfn.dev/step-timeout: 5m}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-config
+  annotations: {krmfn.dev/step: deploy, krmfn.dev/step-index: "1"}
+"""
+
+PLAN_TEXT = """\
+step 0 pre-deploy (timeout 5m0s, waits for health)
+  1. Job.batch apps/db-migration
+step 1 deploy (timeout 10m0s, does not wait)
+  1. ConfigMap apps/web-config
+  2. Deployment.apps apps/web
+"""
+
+
+@pytest.fixture
+def staged(tmp_path: Path) -> Path:
+    path = tmp_path / "staged.yaml"
+    path.write_text(STAGED)
+    return path
+
+
+def test_plan_prints_steps_in_order(staged: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "-f", str(staged), "-n", "apps"]) == 0
+    assert capsys.readouterr().out == PLAN_TEXT
+
+
+def test_krmfn_plan_and_client_dry_run_print_the_same_plan(
+    staged: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert krmfn_main(["plan", "-f", str(staged), "-n", "apps"]) == 0
+    assert krmfn_main(["apply", "--dry-run=client", "-f", str(staged), "-n", "apps"]) == 0
+    assert capsys.readouterr().out == PLAN_TEXT * 2
+
+
+def test_plan_as_json(staged: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "-f", str(staged), "-n", "apps", "-o", "json", "--wait", "--timeout", "90s"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(s["name"], s["timeout"], s["wait"]) for s in data["steps"]] == [
+        ("pre-deploy", 300.0, True),
+        ("deploy", 600.0, True),
+    ]
+
+
+def test_directory_and_stdin_inputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "b.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n")
+    (tmp_path / "a.yml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
+    (tmp_path / "notes.txt").write_text("not a manifest")
+    monkeypatch.setattr(
+        "sys.stdin", __import__("io").StringIO("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n")
+    )
+    assert main(["plan", "-f", str(tmp_path), "-f", "-", "-n", "x"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "  1. ConfigMap x/a",
+        "  2. ConfigMap x/b",
+        "  3. Secret x/s",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param(None, "no such file or directory", id="missing-file"),
+        pytest.param("a: [unclosed\n", "line 2", id="broken-yaml-names-the-line"),
+        pytest.param(
+            "kind: ConfigMap\nmetadata: {name: a}\n", "document 1: missing apiVersion", id="no-api-version"
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, content: str | None, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "in.yaml"
+    if content is not None:
+        path.write_text(content)
+    for command in ("plan", "apply"):
+        assert main([command, "-f", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"krmfn {command}: ")
+        assert message in err
+        assert len(err.splitlines()) == 1
+
+
+@pytest.mark.e2e
+def test_kustomize_build_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "staged.yaml").write_text(STAGED)
+    (tmp_path / "kustomization.yaml").write_text("resources: [staged.yaml]\nnamespace: shop\n")
+    monkeypatch.setenv("KRMFN_KUSTOMIZE", tool("kustomize"))
+    assert main(["plan", "-k", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == PLAN_TEXT.replace("apps/", "shop/")
+
+
+def test_kustomize_failure_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = tmp_path / "kustomize"
+    fake.write_text("#!/bin/sh\necho 'Error: accumulating resources: missing.yaml' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("KRMFN_KUSTOMIZE", str(fake))
+    assert main(["plan", "-k", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"krmfn plan: kustomize build {tmp_path} failed (exit 1): "
+        "Error: accumulating resources: missing.yaml\n"
+    )
+
+
+def test_bad_timeout_flag_is_a_usage_error(staged: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plan", "-f", str(staged), "--timeout", "soon"])
+    assert exit_info.value.code == 2
+    assert 'time: invalid duration "soon"' in capsys.readouterr().err
+
+
+def test_plan_needs_no_cluster_but_apply_says_what_is_missing(
+    staged: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(staged.parent))
+    assert main(["plan", "-f", str(staged)]) == 0
+    assert "Job.batch default/db-migration" in capsys.readouterr().out
+    assert main(["apply", "-f", str(staged)]) == 1
+    assert capsys.readouterr().err == (
+        "krmfn apply: no kubeconfig: pass --kubeconfig or set KUBECONFIG (and not running in a pod)\n"
+    )
