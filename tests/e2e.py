@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ def tool(name: str) -> str:
 
 def env() -> dict[str, str]:
     """PATH with this interpreter's scripts first, so `exec: krmfn-<name>` finds the code under test."""
-    scripts = str(Path(os.sys.executable).parent)
+    scripts = str(Path(sys.executable).parent)
     return {**os.environ, "PATH": f"{scripts}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
