@@ -10,6 +10,7 @@ from __future__ import annotations
 import queue
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, Protocol, TypeVar
 
@@ -99,6 +100,9 @@ class Runner:
         self._crds: dict[tuple[str, str], Item] = {}
         self._step = -1
         self._during = "start-up"
+        self._pool: ThreadPoolExecutor | None = None
+        self._parent_write: Future[Any] | None = None
+        self._parent_written: dict[str, Any] | None = None
 
     # --- public ------------------------------------------------------------------------------------------
 
@@ -109,7 +113,12 @@ class Runner:
     def run(self, plan: Plan) -> Result:
         result = Result(ok=False)
         try:
-            self._run(plan, result)
+            try:
+                self._run(plan, result)
+            finally:
+                self._flush_parent()
+                if self._pool is not None:
+                    self._pool.shutdown()
             result.ok = True
         except RunnerError as err:
             result.error = err
@@ -139,6 +148,7 @@ class Runner:
             parent.group_kinds = {it.key.group_kind for it in plan.items}
             parent.namespaces = {it.key.namespace for it in plan.items if it.key.namespace}
             self._write_parent(parent)
+        self._flush_parent()
 
     def _resolve(self, plan: Plan) -> None:
         """Discovery for every object before anything is applied, so an unknown kind fails the run
@@ -173,22 +183,38 @@ class Runner:
         key = Key("", "Secret", namespace, self.options.applyset)
         live = self._call(key, self.api.get, secret, self.options.applyset, namespace)
         parent = Parent.from_live(self.options.applyset, namespace, self.options.version, live)
+        self._parent_written = parent.render() if live is not None else None
         # Superset first (the KEP's rule): if this run dies half-way, the next prune still finds
         # every kind and namespace that may hold members.
         parent.group_kinds |= {it.key.group_kind for it in plan.items}
         parent.namespaces |= {it.key.namespace for it in plan.items if it.key.namespace}
         if not self.options.dry_run:
             self._write_parent(parent)
+            self._flush_parent()  # members are applied only once the parent lists their kinds
         return parent
 
     def _write_parent(self, parent: Parent) -> None:
+        """Server-side applies the parent in the background (one write at a time, in order), so the
+        next step does not wait for it; ``_flush_parent`` collects the outcome. Unchanged: no write."""
+        wanted = parent.render()
+        if wanted == self._parent_written:
+            return
+        self._flush_parent()
+        self._parent_written = wanted
         secret = self.api.resource("v1", "Secret")
         key = Key("", "Secret", parent.namespace, parent.name)
-        self._call(
-            key, self.api.apply, secret, parent.render(),
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="krmfn-inventory")
+        self._parent_write = self._pool.submit(
+            self._call, key, self.api.apply, secret, wanted,
             field_manager=self.options.field_manager, force=True, dry_run=False,
         )  # fmt: skip
         parent.exists = True
+
+    def _flush_parent(self) -> None:
+        pending, self._parent_write = self._parent_write, None
+        if pending is not None:
+            pending.result()
 
     # --- one step ----------------------------------------------------------------------------------------
 
@@ -207,6 +233,7 @@ class Runner:
             if self.options.dry_run or not step.wait:
                 self.emit(StepDone(step.index, step.name, "applied", self.clock.monotonic() - started))
                 return
+            self._flush_parent()
             self._wait(step, tracked, started, deadline)
         except StepTimeout:
             self.emit(StepDone(step.index, step.name, "timeout", self.clock.monotonic() - started))

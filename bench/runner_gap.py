@@ -1,0 +1,166 @@
+"""Runner benchmarks on the test control plane (a benchmark, not a test); prints Markdown tables.
+
+    python bench/runner_gap.py            # 20 sequences for the gap, 5 rounds of the comparison
+    python bench/runner_gap.py --quick    # smoke: 2 sequences, 1 round
+
+1. Gap: for a 3-step sequence (migration Job, Deployment, warm-up Job), the time between the runner
+   seeing a step become healthy (the watch event that completes it) and the response to the next step's
+   first apply. Measured in-process from the engine's events; median and p95 over all step boundaries.
+2. Total: the same sequence with ``krmfn apply`` (the CLI, process start included) against a shell
+   script of ``kubectl apply --server-side`` + ``kubectl wait`` (``kubectl rollout status`` for the
+   Deployment) per step, on the same cluster, alternating, each run in a fresh namespace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from cluster.cluster import Cluster, cache_dir  # noqa: E402
+from lightkube.models.meta_v1 import ObjectMeta  # noqa: E402
+from lightkube.resources.core_v1 import Namespace, ServiceAccount  # noqa: E402
+
+from krmfn.runner.engine import Options, Runner  # noqa: E402
+from krmfn.runner.events import Apply, Event, Status, StepDone  # noqa: E402
+from krmfn.runner.kube import HttpApi, load_config  # noqa: E402
+from krmfn.runner.plan import build_plan  # noqa: E402
+from krmfn.yamlio import dump_all_fast  # noqa: E402
+
+
+def job(name: str, step: int, final: bool = False) -> dict[str, Any]:
+    notes = {"krmfn.dev/step": f"s{step}", "krmfn.dev/step-index": str(step), "krmfn.dev/step-timeout": "60s"}
+    if final:
+        notes["krmfn.dev/wait"] = "true"
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "annotations": notes},
+            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "main", "image": "app:1"}]}}}}  # fmt: skip
+
+
+def deployment(step: int) -> dict[str, Any]:
+    notes = {"krmfn.dev/step": f"s{step}", "krmfn.dev/step-index": str(step), "krmfn.dev/step-timeout": "60s"}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "annotations": notes},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "app:1"}]}}}}  # fmt: skip
+
+
+def sequence() -> list[dict[str, Any]]:
+    return [job("db-migration", 0), deployment(1), job("cache-warmup", 2, final=True)]
+
+
+def fresh_namespace(cluster: Cluster, prefix: str, n: int) -> str:
+    client = cluster.client()
+    name = f"{prefix}-{n}-{int(time.time() * 1000) % 100000}"
+    client.create(Namespace(metadata=ObjectMeta(name=name)))
+    deadline = time.monotonic() + 30
+    while True:  # pods are rejected until the namespace's default ServiceAccount exists
+        try:
+            client.get(ServiceAccount, "default", namespace=name)
+            return name
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def measure_gaps(cluster: Cluster, sequences: int) -> list[float]:
+    gaps: list[float] = []
+    api = HttpApi(load_config(str(cluster.kubeconfig), None))
+    for n in range(sequences):
+        namespace = fresh_namespace(cluster, "gap", n)
+        marks: list[tuple[float, Event]] = []
+
+        def emit(event: Event, marks: list[tuple[float, Event]] = marks) -> None:
+            marks.append((time.perf_counter(), event))
+
+        plan = build_plan(sequence(), namespace=namespace, default_timeout=60)
+        result = Runner(api, Options(namespace=namespace), emit).run(plan)
+        if not result.ok:
+            raise SystemExit(f"sequence {n} failed: {result.error}")
+        healthy_at: dict[int, float] = {}
+        for t, event in marks:
+            if isinstance(event, Status) and event.state == "current":
+                healthy_at[event.step] = t  # the last object to turn current completes the step
+        first_apply: dict[int, float] = {}
+        for t, event in marks:
+            if isinstance(event, Apply):
+                first_apply.setdefault(event.step, t)
+        done = {e.step for _, e in marks if isinstance(e, StepDone)}
+        gaps.extend(first_apply[s + 1] - healthy_at[s] for s in sorted(done) if s + 1 in first_apply)
+    api.close()
+    return gaps
+
+
+KUBECTL_SCRIPT = """\
+set -e
+k="{kubectl} --kubeconfig {kubeconfig} -n {ns}"
+$k apply --server-side --field-manager=bench -f {dir}/0.yaml >/dev/null
+$k wait --for=condition=complete job/db-migration --timeout=60s >/dev/null
+$k apply --server-side --field-manager=bench -f {dir}/1.yaml >/dev/null
+$k rollout status deployment/web --timeout=60s >/dev/null
+$k apply --server-side --field-manager=bench -f {dir}/2.yaml >/dev/null
+$k wait --for=condition=complete job/cache-warmup --timeout=60s >/dev/null
+"""
+
+
+def compare(cluster: Cluster, rounds: int, workdir: Path) -> tuple[list[float], list[float]]:
+    docs = sequence()
+    manifest = workdir / "all.yaml"
+    manifest.write_text(dump_all_fast(docs))
+    for i, doc in enumerate(docs):
+        (workdir / f"{i}.yaml").write_text(dump_all_fast([doc]))
+    krmfn_bin = str(Path(sys.executable).parent / "krmfn")
+    kubectl = str(cache_dir() / "bin" / "kubectl")
+    ours, theirs = [], []
+    for n in range(rounds):
+        ns = fresh_namespace(cluster, "krmfn", n)
+        start = time.perf_counter()
+        argv = [krmfn_bin, "apply", "-f", str(manifest), "-n", ns, "--kubeconfig", str(cluster.kubeconfig)]
+        subprocess.run(argv, check=True, capture_output=True)
+        ours.append(time.perf_counter() - start)
+        ns = fresh_namespace(cluster, "kubectl", n)
+        script = KUBECTL_SCRIPT.format(kubectl=kubectl, kubeconfig=cluster.kubeconfig, ns=ns, dir=workdir)
+        start = time.perf_counter()
+        subprocess.run(["bash", "-c", script], check=True, capture_output=True)
+        theirs.append(time.perf_counter() - start)
+    return ours, theirs
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="smoke mode: 2 sequences, 1 round")
+    args = parser.parse_args()
+    sequences, rounds = (2, 1) if args.quick else (20, 5)
+    with tempfile.TemporaryDirectory(prefix="krmfn-bench-") as tmp, Cluster(Path(tmp) / "cluster") as cluster:
+        gaps = measure_gaps(cluster, sequences)
+        ours, theirs = compare(cluster, rounds, Path(tmp))
+    ms = [g * 1000 for g in gaps]
+    title = f"{len(ms)} boundaries over {sequences} sequences"
+    print(f"### Step gap (healthy -> next step's first apply), {title}\n")
+    print("| median | p95 | max |\n|---:|---:|---:|")
+    print(f"| {statistics.median(ms):.1f} ms | {p95(ms):.1f} ms | {max(ms):.1f} ms |\n")
+    print(f"### 3-step sequence, {rounds} round(s), seconds\n")
+    print("| tool | median | min | max |\n|---|---:|---:|---:|")
+    for name, values in (("krmfn apply", ours), ("kubectl apply + wait script", theirs)):
+        print(f"| {name} | {statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f} |")
+    print(f"\nratio krmfn / kubectl (medians): {statistics.median(ours) / statistics.median(theirs):.2f}")
+
+
+if __name__ == "__main__":
+    main()
