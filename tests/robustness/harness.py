@@ -1,0 +1,121 @@
+"""Running functions in-process and through the CLI, and the checks every output must pass."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from krmfn.limits import Limits
+from krmfn.resourcelist import item_problem, parse
+from krmfn.yamlio import load, plain
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+
+
+class Hang(Exception):
+    """A call ran past its time bound."""
+
+
+@contextmanager
+def time_bound(seconds: float) -> Iterator[None]:
+    """Interrupt the block with Hang after ``seconds`` (SIGALRM; the main thread only)."""
+
+    def expire(signum: int, frame: Any) -> None:
+        raise Hang(f"did not finish within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def output_problems(text: str, code: int) -> list[str]:
+    """Why an output breaks the contract: it must be a ResourceList of valid items, and the exit code must
+    agree with its results (1 exactly when there is an error result). Empty when it is fine."""
+    if code not in (0, 1):
+        return [f"exit code {code}"]
+    try:
+        root = load(text, "fast", Limits())
+        raw = root.get("results") if isinstance(root, dict) else None
+        rl = parse(text, "fast", Limits())
+    except Exception as err:
+        return [f"output is not a valid ResourceList: {err}"]
+    problems = [f"items[{i}]: {p}" for i, item in enumerate(rl.items) if (p := item_problem(item))]
+    if raw is not None and not isinstance(raw, list):
+        problems.append("results is not a list")
+    results = raw if isinstance(raw, list) else []
+    severities = [r.get("severity") for r in results if isinstance(r, dict)]
+    if any(s not in ("error", "warning", "info") for s in severities):
+        problems.append(f"bad severities {severities}")
+    if code == 1 and "error" not in severities:
+        problems.append("exit code 1 without an error result")
+    if code == 0 and "error" in severities:
+        problems.append("exit code 0 with an error result")
+    for result in results:
+        message = str(result.get("message", "")) if isinstance(result, dict) else ""
+        if "internal error" in message:
+            problems.append(f"a bug surfaced as an internal error: {message}")
+        if "Traceback" in message:
+            problems.append(f"a traceback in a result: {message}")
+    return problems
+
+
+def items_of(text: str) -> list[Any]:
+    return [plain(item) for item in parse(text, "fast", Limits()).items]
+
+
+@dataclass(frozen=True)
+class CliRun:
+    code: int
+    stdout: bytes
+    stderr: bytes
+
+
+def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KRMFN_")}
+    env.update(extra or {})
+    return env
+
+
+def start_cli(
+    name: str, args: Sequence[str] = (), env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [PYTHON, "-m", "krmfn.cli", "fn", name, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=cli_env(env),
+    )
+
+
+def run_cli(
+    name: str, data: bytes, args: Sequence[str] = (), env: dict[str, str] | None = None, timeout: float = 30
+) -> CliRun:
+    proc = start_cli(name, args, env)
+    out, err = proc.communicate(data, timeout=timeout)
+    return CliRun(proc.returncode, out, err)
+
+
+def run_cli_many(
+    jobs: Sequence[tuple[str, bytes, Sequence[str], dict[str, str]]], timeout: float = 60
+) -> list[CliRun]:
+    """Run CLI invocations concurrently (each costs ~0.1 s of interpreter start-up)."""
+    procs = [(start_cli(name, args, env), data) for name, data, args, env in jobs]
+    runs = []
+    for proc, data in procs:
+        out, err = proc.communicate(data, timeout=timeout)
+        runs.append(CliRun(proc.returncode, out, err))
+    return runs
