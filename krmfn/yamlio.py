@@ -192,7 +192,11 @@ def load(text: str, mode: Mode, limits: Limits) -> Any:
     """Parse exactly one YAML document."""
     check_size(text, limits)
     try:
-        doc = _load_fast(text) if mode == "fast" else _load_fidelity(text)
+        if mode == "fast":
+            doc = _load_fast(text)
+        else:
+            _check_flow_depth(text, limits)
+            doc = _load_fidelity(text)
     except (DuplicateKeyError, LimitExceededError):
         raise
     except RecursionError:
@@ -200,9 +204,54 @@ def load(text: str, mode: Mode, limits: Limits) -> Any:
             f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)"
         ) from None
     except Exception as err:  # both parsers raise many error types; all mean the same to a user
-        raise YAMLSyntaxError(_describe_yaml_error(err)) from None
+        raise YAMLSyntaxError(_not_utf8(text) or _describe_yaml_error(err)) from None
     check_expanded(doc, limits, _aliases_possible(text))
     return doc
+
+
+_OPEN_EVENTS = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSE_EVENTS = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_flow_depth(text: str, limits: Limits) -> None:
+    """Refuse deep nesting before ruamel sees it: its pure-Python scanner is quadratic in flow nesting
+    (``[[[[...`` costs seconds in a few KB). libyaml's events cost ~3% of a ruamel load."""
+    parser = CParser(text)
+    depth = 0
+    try:
+        while parser.check_event():
+            event = parser.get_event()
+            if isinstance(event, _OPEN_EVENTS):
+                depth += 1
+                if depth > limits.max_depth + 1:  # +1: an empty innermost collection adds no height
+                    raise LimitExceededError(
+                        f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)"
+                    )
+            elif isinstance(event, _CLOSE_EVENTS):
+                depth -= 1
+    except yaml.YAMLError as err:
+        if "nesting depth" in str(getattr(err, "problem", "")):  # libyaml's own bound (1000)
+            raise LimitExceededError(
+                f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)"
+            ) from None
+        return  # ruamel reports other syntax errors in its own words
+    except UnicodeError:
+        return
+    finally:
+        parser.dispose()
+
+
+def _not_utf8(text: str) -> str:
+    """The message for text decoded with surrogateescape (how Python reads non-UTF-8 stdin)."""
+    found = _SURROGATE.search(text)
+    if found is None:
+        return ""
+    line = text.count("\n", 0, found.start()) + 1
+    column = found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
+    code = ord(found.group())
+    what = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"lone surrogate U+{code:04X}"
+    return f"input is not valid UTF-8: {what} at line {line}, column {column}"
 
 
 def _load_fast(text: str) -> Any:

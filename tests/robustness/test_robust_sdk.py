@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from krmfn.errors import LimitExceededError, YAMLSyntaxError
 from krmfn.limits import Limits
 from krmfn.yamlio import dump, load
 
@@ -21,3 +24,29 @@ def test_fidelity_path_never_changes_an_untouched_float(text: str) -> None:
 def test_fidelity_path_keeps_the_text_of_ordinary_floats() -> None:
     text = "a: 0.1\nb: 3.0e+5\nc: 1.\nd: .5\ne: -.inf\n"
     assert dump(load(text, "fidelity", Limits()), "fidelity") == text
+
+
+@pytest.mark.parametrize(
+    "nest", ["[" * 1000 + "]" * 1000, "[a, " * 1000 + "1" + "]" * 1000, "[{a: " * 600 + "1" + "}]" * 600]
+)
+def test_deep_flow_nesting_is_refused_fast_on_the_fidelity_path(nest: str) -> None:
+    # ruamel's scanner is quadratic in flow depth: 1000 brackets took 1.5 s, 100 000 took 3 s.
+    text = f"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig: {nest}\n"
+    started = time.perf_counter()
+    with pytest.raises(LimitExceededError, match="KRMFN_MAX_DEPTH"):
+        load(text, "fidelity", Limits())
+    assert time.perf_counter() - started < 0.2
+
+
+@pytest.mark.parametrize("mode", ["fast", "fidelity"])
+def test_depth_at_the_limit_is_still_accepted_on_both_paths(mode: str) -> None:
+    nest = "[" * 100 + "]" * 100  # the innermost list is empty, so the height is 99
+    assert load(f"x: {nest}\n", mode, Limits())["x"] == load(f"x: {nest}\n", "fast", Limits())["x"]
+
+
+@pytest.mark.parametrize("mode", ["fast", "fidelity"])
+def test_non_utf8_input_names_the_byte_and_its_position(mode: str) -> None:
+    raw = b'apiVersion: v1\nkind: ResourceList\nitems:\n- name: "a\xff"\n'
+    text = raw.decode("utf-8", "surrogateescape")  # how Python reads such bytes on stdin
+    with pytest.raises(YAMLSyntaxError, match=r"not valid UTF-8: byte 0xff at line 4, column 11"):
+        load(text, mode, Limits())
