@@ -72,5 +72,7 @@ def _fn(args: list[str]) -> int:
         sys.stderr.write(f"krmfn: unknown function {args[0]!r}; known: {', '.join(CANONICAL_ORDER)}\n")
         return 2
     return function.main(args[1:])
+
+
 if __name__ == "__main__":
     sys.exit(main())
