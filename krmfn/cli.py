@@ -5,8 +5,11 @@ Subcommands import their modules lazily so ``krmfn fn`` starts as fast as a cons
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 USAGE = """usage: krmfn <command> [args]
 
@@ -20,6 +23,19 @@ commands:
 
 Run `krmfn <command> --help` for a command's flags.
 """
+
+
+def entry() -> NoReturn:
+    """The ``krmfn`` console script: ``main`` then an immediate exit.
+
+    Interpreter shutdown (module teardown, the HTTP client's threads) costs ~35 ms per run and does no
+    work a finished CLI needs, so output is flushed and the process ends at once.
+    """
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -75,4 +91,4 @@ def _fn(args: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -153,3 +153,12 @@ def test_plan_needs_no_cluster_but_apply_says_what_is_missing(
     assert capsys.readouterr().err == (
         "krmfn apply: no kubeconfig: pass --kubeconfig or set KUBECONFIG (and not running in a pod)\n"
     )
+
+
+def test_plan_of_a_package_directory_skips_its_kustomization(capsys: pytest.CaptureFixture[str]) -> None:
+    package = Path(__file__).resolve().parent.parent / "examples" / "staged-deploy"
+    assert (package / "kustomization.yaml").exists()
+    assert main(["plan", "-f", str(package)]) == 0
+    out = capsys.readouterr().out
+    assert "step 0 pre-deploy" in out
+    assert "Kustomization" not in out

@@ -14,6 +14,8 @@ from krmfn.runner.errors import SourceError
 from krmfn.yamlio import load_all_fast
 
 SUFFIXES = (".yaml", ".yml", ".json")
+# A package directory also holds kustomize's own file; it describes a build, it is not a resource.
+BUILD_FILES = frozenset({"kustomization.yaml", "kustomization.yml", "Kustomization"})
 
 
 def read_files(paths: list[str]) -> list[Any]:
@@ -26,7 +28,9 @@ def read_files(paths: list[str]) -> list[Any]:
             continue
         p = Path(path)
         if p.is_dir():
-            files = sorted(f for f in p.iterdir() if f.is_file() and f.suffix in SUFFIXES)
+            files = sorted(
+                f for f in p.iterdir() if f.is_file() and f.suffix in SUFFIXES and f.name not in BUILD_FILES
+            )
             if not files:
                 raise SourceError(f"{path}: no .yaml, .yml or .json files in the directory")
         elif p.is_file():
