@@ -141,6 +141,12 @@ def process_text(text: str, body: Callable[[ResourceList], None], mode: str | No
         rl = ResourceList.empty()
         rl.results.error(str(err), tags={"reason": type(err).__name__})
         return Outcome(serialize(rl, "fast"), 1, rl.results)
+    except Exception as err:  # a bug in reading must not become a traceback either
+        if os.environ.get(DEBUG_ENV):
+            raise
+        rl = ResourceList.empty()
+        rl.results.error(f"internal error: {type(err).__name__}: {err} (set {DEBUG_ENV}=1 for a traceback)")
+        return Outcome(serialize(rl, "fast"), 1, rl.results)
     try:
         body(rl)
     except KrmfnError as err:

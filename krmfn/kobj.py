@@ -39,7 +39,9 @@ class Ref:
 
 
 def ref_of(obj: Obj) -> Ref:
-    meta = obj.get("metadata") or {}
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):  # invalid items are described in error messages too
+        meta = {}
     name = meta.get("name") or meta.get("generateName") or ""
     return Ref(
         str(obj.get("apiVersion", "")), str(obj.get("kind", "")), str(name), str(meta.get("namespace") or "")

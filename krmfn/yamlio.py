@@ -12,6 +12,7 @@ both kinds of reader.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -268,7 +269,11 @@ def _load_fidelity(text: str) -> Any:
     from krmfn import yamlrt
 
     try:
-        return yamlrt.instance().load(text)
+        # ruamel warns on stderr, quoting input lines (a Secret's, say), e.g. for a re-used anchor, which
+        # YAML 1.2 and libyaml allow.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return yamlrt.instance().load(text)
     except RuamelDuplicateKeyError as err:
         raise DuplicateKeyError(_describe_yaml_error(err)) from None
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from krmfn.limits import Limits
 from krmfn.resourcelist import item_problem, parse
-from krmfn.yamlio import load, plain
+from krmfn.yamlio import Mode, load, plain
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -40,15 +40,18 @@ def time_bound(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def output_problems(text: str, code: int) -> list[str]:
+def output_problems(text: str, code: int, mode: Mode = "fast") -> list[str]:
     """Why an output breaks the contract: it must be a ResourceList of valid items, and the exit code must
-    agree with its results (1 exactly when there is an error result). Empty when it is fine."""
+    agree with its results (1 exactly when there is an error result). Empty when it is fine.
+
+    ``mode`` is the path that wrote the output: the fidelity path keeps custom tags (``!custom``) that
+    kpt accepts and the fast reader refuses."""
     if code not in (0, 1):
         return [f"exit code {code}"]
     try:
-        root = load(text, "fast", Limits())
+        root = load(text, mode, Limits())
         raw = root.get("results") if isinstance(root, dict) else None
-        rl = parse(text, "fast", Limits())
+        rl = parse(text, mode, Limits())
     except Exception as err:
         return [f"output is not a valid ResourceList: {err}"]
     problems = [f"items[{i}]: {p}" for i, item in enumerate(rl.items) if (p := item_problem(item))]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+import warnings
 
 import pytest
 
 from krmfn.errors import LimitExceededError, YAMLSyntaxError
 from krmfn.limits import Limits
 from krmfn.yamlio import dump, load
+from robustness.fuzzing import PARSER
 
 
 @pytest.mark.parametrize(
@@ -50,3 +52,26 @@ def test_non_utf8_input_names_the_byte_and_its_position(mode: str) -> None:
     text = raw.decode("utf-8", "surrogateescape")  # how Python reads such bytes on stdin
     with pytest.raises(YAMLSyntaxError, match=r"not valid UTF-8: byte 0xff at line 4, column 11"):
         load(text, mode, Limits())
+
+
+@pytest.mark.parametrize("metadata", ["5", "[a]", "x", "null"])
+def test_an_item_whose_metadata_is_not_a_mapping_is_an_error_result(metadata: str) -> None:
+    # ref_of() called .get() on the value while describing the item: an AttributeError traceback.
+    text = (
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+        f"- {{apiVersion: v1, kind: ConfigMap, metadata: {metadata}}}\n"
+    )
+    out, code = PARSER.process(text)
+    assert code == 1
+    assert "items[0] (ConfigMap" in out
+    assert "metadata is required and must be a mapping" in out
+
+
+def test_fidelity_path_writes_no_warning_that_quotes_the_input() -> None:
+    # ruamel's ReusedAnchorWarning printed the input lines around the anchor (a Secret value) on stderr.
+    text = "a: &x CANARY-one\nb: &x CANARY-two\nc: *x\n"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        doc = load(text, "fidelity", Limits())
+    assert doc["c"] == "CANARY-two"
+    assert not caught
