@@ -363,8 +363,11 @@ def manifests(draw: st.DrawFn, max_workloads: int = 6) -> list[Obj]:
 @st.composite
 def configmaps(draw: st.DrawFn, name: str, namespace: str | None) -> Obj:
     obj: Obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": draw(metadata(name, namespace))}
-    data = draw(st.dictionaries(st.sampled_from(("a", "b", "level", "app.yaml")), text_values(), max_size=3))
-    if data or draw(st.booleans()):
+    data: dict[str, str] = draw(
+        st.dictionaries(st.sampled_from(("a", "b", "level", "app.yaml")), text_values(), max_size=3)
+    )
+    keep_empty: bool = draw(st.booleans())
+    if data or keep_empty:
         obj["data"] = data
     if draw(st.integers(0, 5)) == 0:
         obj["binaryData"] = {"blob": base64.b64encode(draw(st.binary(max_size=12))).decode()}

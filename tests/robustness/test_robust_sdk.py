@@ -9,7 +9,7 @@ import pytest
 
 from krmfn.errors import LimitExceededError, YAMLSyntaxError
 from krmfn.limits import Limits
-from krmfn.yamlio import dump, load
+from krmfn.yamlio import Mode, dump, load
 from robustness.fuzzing import PARSER
 
 
@@ -41,13 +41,13 @@ def test_deep_flow_nesting_is_refused_fast_on_the_fidelity_path(nest: str) -> No
 
 
 @pytest.mark.parametrize("mode", ["fast", "fidelity"])
-def test_depth_at_the_limit_is_still_accepted_on_both_paths(mode: str) -> None:
+def test_depth_at_the_limit_is_still_accepted_on_both_paths(mode: Mode) -> None:
     nest = "[" * 100 + "]" * 100  # the innermost list is empty, so the height is 99
     assert load(f"x: {nest}\n", mode, Limits())["x"] == load(f"x: {nest}\n", "fast", Limits())["x"]
 
 
 @pytest.mark.parametrize("mode", ["fast", "fidelity"])
-def test_non_utf8_input_names_the_byte_and_its_position(mode: str) -> None:
+def test_non_utf8_input_names_the_byte_and_its_position(mode: Mode) -> None:
     raw = b'apiVersion: v1\nkind: ResourceList\nitems:\n- name: "a\xff"\n'
     text = raw.decode("utf-8", "surrogateescape")  # how Python reads such bytes on stdin
     with pytest.raises(YAMLSyntaxError, match=r"not valid UTF-8: byte 0xff at line 4, column 11"):
