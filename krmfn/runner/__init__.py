@@ -4,12 +4,32 @@
     health(obj) -> Health                   kstatus-like health of one live object (pure)
     Runner(api, options, emit).run(plan)    apply, wait, inventory, prune; reports typed events
 
-The cluster is reached through ``kube.Api`` (``kube.HttpApi`` in production); errors are the
-``krmfn.runner.errors`` classes, all subclasses of ``krmfn.errors.RunnerError``.
+The cluster is reached through ``api.Api`` (``kube.HttpApi`` in production); errors are the
+``krmfn.runner.errors`` classes, all subclasses of ``krmfn.errors.RunnerError``. docs/runner.md is the
+user's guide.
+
+The names below are loaded on first use, so importing one submodule (``krmfn plan`` needs only plan.py)
+does not load the engine.
 """
 
-from krmfn.runner.engine import Options, Result, Runner
-from krmfn.runner.plan import Plan, Step, build_plan
-from krmfn.runner.status import Health, health
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from krmfn.runner.engine import Options, Result, Runner
+    from krmfn.runner.plan import Plan, Step, build_plan
+    from krmfn.runner.status import Health, health
 
 __all__ = ["Health", "Options", "Plan", "Result", "Runner", "Step", "build_plan", "health"]
+_HOME = {
+    "Options": "engine", "Result": "engine", "Runner": "engine", "Plan": "plan", "Step": "plan",
+    "build_plan": "plan", "Health": "status", "health": "status",
+}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"krmfn.runner.{_HOME[name]}"), name)

@@ -1,27 +1,36 @@
-"""``krmfn plan`` and ``krmfn apply``: flags, input, signals and exit codes around the engine."""
+"""``krmfn plan`` and ``krmfn apply``: flags, input, signals and exit codes around the engine.
+
+The engine and the HTTP client (lightkube, httpx) are imported only when a run connects: ``krmfn plan``
+and ``--dry-run=client`` never need them, and input errors are reported before they load.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from krmfn.duration import SECOND, parse_duration
 from krmfn.errors import RunnerError
-from krmfn.runner.engine import Options, Result, Runner
 from krmfn.runner.errors import Interrupted
-from krmfn.runner.kube import Api, HttpApi, load_config
 from krmfn.runner.plan import Plan, build_plan
 from krmfn.runner.printers import format_plan, make_printer, plan_data
 from krmfn.runner.source import kustomize_build, read_files
 
+if TYPE_CHECKING:
+    from krmfn.runner.api import Api
+    from krmfn.runner.engine import Result
+
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
-ApiFactory = Callable[[argparse.Namespace], Api]
+ApiFactory = Callable[[argparse.Namespace], "Api"]
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
 def _duration(text: str) -> float:
@@ -68,10 +77,15 @@ def parser(command: str) -> argparse.ArgumentParser:
                        help="name of the ApplySet parent Secret (in --namespace)")  # fmt: skip
         p.add_argument("--prune", action=argparse.BooleanOptionalAction, default=True,
                        help="delete members of the ApplySet that are no longer rendered")  # fmt: skip
+        p.add_argument("--wait-for-lock", type=_duration, default=0.0, metavar="DURATION",
+                       help="wait this long for another run on the same ApplySet to finish "
+                       "(default: fail at once)")  # fmt: skip
     return p
 
 
 def _api_from_args(args: argparse.Namespace) -> Api:
+    from krmfn.runner.kube import HttpApi, load_config
+
     return HttpApi(load_config(args.kubeconfig, args.context), retry_budget=args.retry_timeout)
 
 
@@ -112,11 +126,30 @@ def _plan(args: argparse.Namespace, docs: list[Any]) -> int:
 
 
 def _kubeconfig_namespace(args: argparse.Namespace) -> str:
-    """The context's namespace when a kubeconfig is readable; a plan never needs the cluster itself."""
+    """The context's namespace when a kubeconfig is readable, else "default": a plan never needs the
+    cluster, so it reads this one field itself (kube.load_config's lookup order) without lightkube."""
+    from krmfn.errors import InputError
+    from krmfn.yamlio import load_all_fast
+
+    path = args.kubeconfig or next((p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p), "")
+    file = Path(path) if path else Path.home() / ".kube" / "config"
     try:
-        return load_config(args.kubeconfig, args.context).namespace
-    except RunnerError:
+        config = next(iter(load_all_fast(file.read_text())), None)
+    except FileNotFoundError:
+        try:
+            return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or "default"
+        except OSError:
+            return "default"
+    except (OSError, UnicodeDecodeError, InputError):
         return "default"
+    if not isinstance(config, dict):
+        return "default"
+    name = args.context or config.get("current-context")
+    for entry in config.get("contexts") or []:
+        if isinstance(entry, dict) and entry.get("name") == name:
+            namespace = (entry.get("context") or {}).get("namespace")
+            return str(namespace) if namespace else "default"
+    return "default"
 
 
 def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -> int:
@@ -134,6 +167,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         sys.stderr.write(f"krmfn apply: {err}\n")
         return EXIT_FAILED
     from krmfn import __version__
+    from krmfn.runner.engine import Options, Runner
 
     options = Options(
         field_manager=args.field_manager,
@@ -143,6 +177,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         namespace=namespace,
         prune=args.prune,
         version=__version__,
+        lock_wait=args.wait_for_lock,
     )
     runner = Runner(api, options, printer)
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import queue
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, Protocol, TypeVar
 
 from krmfn.errors import RunnerError
 from krmfn.runner import jobs
+from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
 from krmfn.runner.applyset import PART_OF, Parent
 from krmfn.runner.errors import (
     ApplyConflict,
@@ -29,7 +29,7 @@ from krmfn.runner.errors import (
     UnknownKind,
 )
 from krmfn.runner.events import Apply, ApplyAction, Error, Event, Prune, Status, StepDone, StepStart, Wait
-from krmfn.runner.kube import Api, ApiStatusError, NoSuchKind, Resource
+from krmfn.runner.inventory import Inventory
 from krmfn.runner.plan import STEP_INDEX, Item, Key, Plan, Step, key_of, kind_rank
 from krmfn.runner.status import Health, health
 from krmfn.runner.waiter import Watched, Watcher
@@ -64,6 +64,8 @@ class Options:
     """Namespace of the ApplySet parent; the kubeconfig's namespace when empty."""
     prune: bool = True
     version: str = "0.1.0"
+    lock_wait: float = 0.0
+    """Seconds to wait for another run's inventory lock; 0: fail at once."""
 
 
 @dataclass
@@ -100,9 +102,7 @@ class Runner:
         self._crds: dict[tuple[str, str], Item] = {}
         self._step = -1
         self._during = "start-up"
-        self._pool: ThreadPoolExecutor | None = None
-        self._parent_write: Future[Any] | None = None
-        self._parent_written: dict[str, Any] | None = None
+        self._inventory: Inventory | None = None
 
     # --- public ------------------------------------------------------------------------------------------
 
@@ -116,9 +116,8 @@ class Runner:
             try:
                 self._run(plan, result)
             finally:
-                self._flush_parent()
-                if self._pool is not None:
-                    self._pool.shutdown()
+                if self._inventory is not None:
+                    self._inventory.abandon()  # releases the lock after a failure; nothing after close()
             result.ok = True
         except RunnerError as err:
             result.error = err
@@ -147,8 +146,8 @@ class Runner:
             parent.completed_jobs = {k: v for k, v in parent.completed_jobs.items() if k in current}
             parent.group_kinds = {it.key.group_kind for it in plan.items}
             parent.namespaces = {it.key.namespace for it in plan.items if it.key.namespace}
-            self._write_parent(parent)
-        self._flush_parent()
+            self._during = "recording the inventory"
+            self._inventory_of().close(parent)
 
     def _resolve(self, plan: Plan) -> None:
         """Discovery for every object before anything is applied, so an unknown kind fails the run
@@ -179,42 +178,36 @@ class Runner:
     def _open_parent(self, plan: Plan) -> Parent:
         self._during = "reading the inventory"
         namespace = self.options.namespace or self.api.default_namespace
-        secret = self.api.resource("v1", "Secret")
-        key = Key("", "Secret", namespace, self.options.applyset)
-        live = self._call(key, self.api.get, secret, self.options.applyset, namespace)
-        parent = Parent.from_live(self.options.applyset, namespace, self.options.version, live)
-        self._parent_written = parent.render() if live is not None else None
-        # Superset first (the KEP's rule): if this run dies half-way, the next prune still finds
-        # every kind and namespace that may hold members.
-        parent.group_kinds |= {it.key.group_kind for it in plan.items}
-        parent.namespaces |= {it.key.namespace for it in plan.items if it.key.namespace}
-        if not self.options.dry_run:
-            self._write_parent(parent)
-            self._flush_parent()  # members are applied only once the parent lists their kinds
-        return parent
+        self._inventory = inventory = Inventory(
+            self.api, self.options.applyset, namespace,
+            field_manager=self.options.field_manager, version=self.options.version, call=self._call,
+            emit=self.emit, check_stop=self._check_stop, sleep=self.clock.sleep,
+            monotonic=self.clock.monotonic,
+        )  # fmt: skip
+        if self.options.dry_run:
+            return inventory.read()
+
+        def widen(parent: Parent) -> None:
+            # Superset first (the KEP's rule): if this run dies half-way, the next prune still finds
+            # every kind and namespace that may hold members.
+            parent.group_kinds |= {it.key.group_kind for it in plan.items}
+            parent.namespaces |= {it.key.namespace for it in plan.items if it.key.namespace}
+
+        self._during = "waiting for the inventory lock"
+        # Members are applied only once the parent lists their kinds and this run holds the lock.
+        return inventory.acquire(self.options.lock_wait, widen)
+
+    def _inventory_of(self) -> Inventory:
+        assert self._inventory is not None, "the parent is opened before anything is written"
+        return self._inventory
 
     def _write_parent(self, parent: Parent) -> None:
-        """Server-side applies the parent in the background (one write at a time, in order), so the
-        next step does not wait for it; ``_flush_parent`` collects the outcome. Unchanged: no write."""
-        wanted = parent.render()
-        if wanted == self._parent_written:
-            return
-        self._flush_parent()
-        self._parent_written = wanted
-        secret = self.api.resource("v1", "Secret")
-        key = Key("", "Secret", parent.namespace, parent.name)
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="krmfn-inventory")
-        self._parent_write = self._pool.submit(
-            self._call, key, self.api.apply, secret, wanted,
-            field_manager=self.options.field_manager, force=True, dry_run=False,
-        )  # fmt: skip
-        parent.exists = True
+        if not self.options.dry_run:
+            self._inventory_of().write(parent)
 
     def _flush_parent(self) -> None:
-        pending, self._parent_write = self._parent_write, None
-        if pending is not None:
-            pending.result()
+        if self._inventory is not None:
+            self._inventory.flush()
 
     # --- one step ----------------------------------------------------------------------------------------
 
@@ -541,6 +534,8 @@ class Runner:
     def _check_stop(self) -> None:
         if self._signal is not None:
             raise Interrupted(self._signal, self._during)
+        if self._inventory is not None:
+            self._inventory.check()
 
     def _call(self, key: Key, request: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         try:
@@ -573,6 +568,12 @@ def _as_object_error(key: Key, err: ApiStatusError) -> ObjectError:
         return Forbidden(str(key), f"forbidden: {cause}", err.code)
     if err.code == 409 and err.reason == "Conflict" and "conflict" in cause.lower():
         return ApplyConflict(str(key), f"{cause} (pass --force-conflicts to take the fields over)", err.code)
+    if err.code == 404 and key.namespace and err.message.startswith(f'namespaces "{key.namespace}"'):
+        return ObjectError(
+            str(key),
+            f"namespace {key.namespace} does not exist; add the Namespace to this step or an earlier one",
+            err.code,
+        )
     if err.code == 404:
         return ObjectError(str(key), f"not found: {cause}", err.code)
     return ObjectError(str(key), f"{cause}", err.code)

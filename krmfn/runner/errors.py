@@ -9,7 +9,8 @@ RunnerError (krmfn.errors)
 │   ├── ApplyConflict     409: another field manager owns the fields (--force-conflicts takes them)
 │   ├── UnknownKind       the cluster serves no such apiVersion/kind (missing CRD?)
 │   └── JobSpecChanged    a Job's spec changed but Job specs are immutable
-├── InventoryError        the ApplySet parent belongs to another tool or cannot be written
+├── InventoryError        the ApplySet parent belongs to another tool, cannot be written, or its lock was lost
+│   └── InventoryLocked   another run holds the inventory lock (and --wait-for-lock ran out)
 ├── StepFailed            an object of a step failed (Job Failed, rollout stalled, ...)
 ├── StepTimeout           a step was not healthy within its timeout
 └── Interrupted           SIGINT/SIGTERM: stopped between requests; ``signum`` says which
@@ -28,6 +29,7 @@ __all__ = [
     "Interrupted",
     "InvalidObject",
     "InventoryError",
+    "InventoryLocked",
     "JobSpecChanged",
     "ObjectError",
     "RunnerError",
@@ -78,6 +80,10 @@ class JobSpecChanged(ObjectError):
 
 class InventoryError(RunnerError):
     """The ApplySet parent cannot be used."""
+
+
+class InventoryLocked(InventoryError):
+    """Another run holds the ApplySet's lock (lock.py)."""
 
 
 class StepFailed(RunnerError):

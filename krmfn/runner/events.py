@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 ApplyAction = Literal["created", "configured", "unchanged", "recreated", "skipped", "deleted", "dry-run"]
 PruneAction = Literal["deleted", "kept", "dry-run"]
+LockAction = Literal["waiting", "acquired", "taken-over"]
 StepResult = Literal["healthy", "applied", "failed", "timeout", "interrupted"]
 
 
@@ -68,6 +69,17 @@ class StepDone:
 
 
 @dataclass(frozen=True)
+class Lock:
+    """The inventory lock, when it is not simply free: waiting for another run, acquired after waiting,
+    or taken over from a run that is gone (``detail`` says why)."""
+
+    action: LockAction
+    holder: str
+    detail: str = ""
+    type: str = "lock"
+
+
+@dataclass(frozen=True)
 class Error:
     message: str
     step: int | None = None
@@ -75,8 +87,8 @@ class Error:
     type: str = "error"
 
 
-Event = StepStart | Apply | Status | Wait | Prune | StepDone | Error
-EVENT_TYPES = (StepStart, Apply, Status, Wait, Prune, StepDone, Error)
+Event = StepStart | Apply | Status | Wait | Prune | StepDone | Lock | Error
+EVENT_TYPES = (StepStart, Apply, Status, Wait, Prune, StepDone, Lock, Error)
 
 
 def to_dict(event: Event) -> dict[str, Any]:

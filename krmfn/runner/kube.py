@@ -1,4 +1,4 @@
-"""The runner's view of the API server: a small protocol over plain dicts, and its HTTP implementation.
+"""The runner's view of the API server: ``HttpApi``, the HTTP implementation of ``api.Api``.
 
 ``HttpApi`` uses lightkube for what a client library is for (kubeconfig contexts, TLS, exec/token
 auth) and speaks the REST API itself on lightkube's configured HTTP client, because the runner needs
@@ -17,88 +17,20 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import httpx2
 from lightkube.config import client_adapter
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 
-from krmfn.errors import RunnerError
+from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource, WatchEvent
 from krmfn.runner.errors import ClusterUnreachable
+
+__all__ = ["Api", "ApiStatusError", "HttpApi", "NoSuchKind", "Resource", "WatchEvent", "load_config"]
 
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the server accepts a JSON body here
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
-
-
-@dataclass(frozen=True)
-class Resource:
-    """One REST resource found by discovery."""
-
-    group: str
-    version: str
-    kind: str
-    plural: str
-    namespaced: bool
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(self, namespace: str = "", name: str = "") -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
-        base += f"/{self.plural}"
-        return f"{base}/{name}" if name else base
-
-
-class ApiStatusError(RunnerError):
-    """A non-transient error answer of the API server (its ``Status`` reason and message)."""
-
-    def __init__(self, code: int, reason: str, message: str) -> None:
-        super().__init__(f"{message} ({code} {reason})" if message else f"{code} {reason}")
-        self.code = code
-        self.reason = reason
-        self.message = message
-
-
-class NoSuchKind(RunnerError):
-    """Discovery does not list the apiVersion/kind."""
-
-
-WatchEvent = tuple[str, dict[str, Any]]
-
-
-class Api(Protocol):
-    """What the engine needs from a cluster. Tests may provide their own implementation."""
-
-    default_namespace: str
-
-    def resource(self, api_version: str, kind: str) -> Resource: ...
-
-    def forget(self, api_version: str) -> None: ...
-
-    def resource_for_group_kind(self, group: str, kind: str) -> Resource: ...
-
-    def apply(
-        self, res: Resource, obj: dict[str, Any], *, field_manager: str, force: bool, dry_run: bool
-    ) -> tuple[dict[str, Any], bool]: ...
-
-    def get(self, res: Resource, name: str, namespace: str) -> dict[str, Any] | None: ...
-
-    def list(self, res: Resource, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
-
-    def delete(
-        self, res: Resource, name: str, namespace: str, *, uid: str = "", propagation: str
-    ) -> bool: ...
-
-    def watch(
-        self, res: Resource, name: str, namespace: str, resource_version: str, stop: threading.Event
-    ) -> Iterator[WatchEvent]: ...
-
-    def logs(self, name: str, namespace: str, container: str, tail: int) -> str | None: ...
 
 
 def load_config(kubeconfig: str | None, context: str | None) -> SingleConfig:
@@ -220,6 +152,13 @@ class HttpApi:
         )  # fmt: skip
         return _decode(response), response.status_code == 201
 
+    def create(self, res: Resource, obj: dict[str, Any], *, field_manager: str) -> dict[str, Any]:
+        return self._write("POST", res.path(obj["metadata"].get("namespace", "")), obj, field_manager)
+
+    def replace(self, res: Resource, obj: dict[str, Any], *, field_manager: str) -> dict[str, Any]:
+        meta = obj["metadata"]
+        return self._write("PUT", res.path(meta.get("namespace", ""), meta["name"]), obj, field_manager)
+
     def get(self, res: Resource, name: str, namespace: str) -> dict[str, Any] | None:
         try:
             return self._json("GET", res.path(namespace, name))
@@ -299,6 +238,11 @@ class HttpApi:
         return response.text if response.status_code == 200 else None
 
     # --- transport ---------------------------------------------------------------------------------------
+
+    def _write(self, method: str, path: str, obj: dict[str, Any], field_manager: str) -> dict[str, Any]:
+        headers = {"Content-Type": "application/json"}
+        params = {"fieldManager": field_manager}
+        return _decode(self._send(method, path, params=params, content=json.dumps(obj), headers=headers))
 
     def _json(self, method: str, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
         return _decode(self._send(method, path, params=params))

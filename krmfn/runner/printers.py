@@ -9,13 +9,15 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from krmfn.duration import SECOND, format_duration
-from krmfn.runner.engine import Result
 from krmfn.runner.errors import Interrupted
-from krmfn.runner.events import Apply, Error, Event, Prune, Status, StepDone, StepStart, Wait, to_dict
+from krmfn.runner.events import Apply, Error, Event, Lock, Prune, Status, StepDone, StepStart, Wait, to_dict
 from krmfn.runner.plan import Plan
+
+if TYPE_CHECKING:
+    from krmfn.runner.engine import Result
 
 
 def seconds(value: float) -> str:
@@ -51,6 +53,9 @@ def describe(event: Event) -> str:
             return f"step {event.step} {event.name}: {event.result} in {elapsed(event.elapsed)}"
         case Prune():
             return f"prune {event.object}: {event.action}" + (f" ({event.detail})" if event.detail else "")
+        case Lock():
+            detail = f" ({event.detail})" if event.detail else ""
+            return f"inventory lock {event.action}: {event.holder}{detail}"
         case Error():
             return f"error: {event.message}"
     raise TypeError(f"not an event: {event!r}")
@@ -65,6 +70,8 @@ def summary_line(result: Result) -> str:
         return message
     if result.failed_step and not message.startswith("step "):
         message = f"step {result.failed_step}: {message}"
+    if result.failed_step is None and result.steps_done == 0:
+        return f"failed: {message}; nothing applied"  # discovery, the inventory or its lock
     return f"failed: {message}; later steps not applied, nothing pruned"
 
 
@@ -152,7 +159,7 @@ class TtyPrinter:
             for obj, (state, message) in self._rows.items():
                 self.out.write(f"  {obj}: {state}" + (f": {message}" if message else "") + "\n")
             self._step, self._rows = None, {}
-        elif isinstance(event, Prune):
+        elif isinstance(event, Prune | Lock):
             self._clear()
             self.out.write(describe(event) + "\n")
 

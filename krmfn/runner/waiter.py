@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from krmfn.errors import RunnerError
-from krmfn.runner.kube import Api, ApiStatusError, Resource
+from krmfn.runner.api import Api, ApiStatusError, Resource
 from krmfn.runner.plan import Key
 
 # A queue entry: the object (None: deleted), or the error that ended the watch for good.

@@ -1,0 +1,293 @@
+"""The ApplySet parent on the server: read it, lock it, record the run in it, release it.
+
+Every write is a create (the parent does not exist yet: 409 if another run created it first) or a
+read-modify-write ``PUT`` of the last object read or written, so its resourceVersion is the
+precondition (lock.py says why that makes the lock safe). Only krmfn's own labels and annotations are
+replaced; other tools' fields on the Secret are kept. A 409 on a later write means the parent changed
+since: if the lock is still this run's (another tool touched the Secret, or an earlier attempt went
+through without its answer arriving), the write is merged again; otherwise the lock was lost and the run
+stops before it can overwrite what the other run recorded.
+
+After the lock is taken, writes run in the background one at a time (a single worker), so a step does
+not wait for its inventory record; ``flush`` collects the outcome. A thread renews the lease.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from krmfn.errors import RunnerError
+from krmfn.runner.api import Api
+from krmfn.runner.applyset import COMPLETED_JOBS, GROUP_KINDS, NAMESPACES, TOOLING, Parent
+from krmfn.runner.errors import InventoryError, InventoryLocked, ObjectError
+from krmfn.runner.events import Event, Lock
+from krmfn.runner.lock import LEASE, LOCK, RENEW, Lease, held_by_other
+from krmfn.runner.plan import Key
+
+Call = Callable[..., Any]
+OWNED = (TOOLING, GROUP_KINDS, NAMESPACES, COMPLETED_JOBS, LOCK)
+"""The parent's annotations krmfn writes; a write replaces exactly these."""
+LOCK_POLL = 0.5
+CONFLICT_RETRIES = 5
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _annotations(obj: dict[str, Any] | None) -> dict[str, Any]:
+    found = ((obj or {}).get("metadata") or {}).get("annotations")
+    return found if isinstance(found, dict) else {}
+
+
+def lease_of(obj: dict[str, Any] | None) -> Lease | None:
+    raw = _annotations(obj).get(LOCK)
+    return Lease.parse(str(raw)) if raw else None
+
+
+def merged(live: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
+    """``live`` with krmfn's labels and annotations replaced by ``wanted``'s; resourceVersion kept."""
+    obj = dict(live)
+    meta = {k: v for k, v in (live.get("metadata") or {}).items() if k != "managedFields"}
+    meta["labels"] = {**(meta.get("labels") or {}), **wanted["metadata"]["labels"]}
+    kept = {k: v for k, v in _annotations(live).items() if k not in OWNED}
+    meta["annotations"] = {**kept, **wanted["metadata"]["annotations"]}
+    obj["metadata"] = meta
+    return obj
+
+
+def _is_conflict(err: RunnerError) -> bool:
+    return isinstance(err, ObjectError) and err.code == 409
+
+
+class Inventory:
+    """The parent Secret ``namespace/name`` as one run sees it. ``call(key, request, *args)`` performs a
+    request and turns API errors into errors naming ``key`` (the engine's ``_call``)."""
+
+    def __init__(
+        self,
+        api: Api,
+        name: str,
+        namespace: str,
+        *,
+        field_manager: str,
+        version: str,
+        call: Call,
+        emit: Callable[[Event], None],
+        check_stop: Callable[[], None],
+        sleep: Callable[[float], None],
+        monotonic: Callable[[], float],
+        now: Callable[[], datetime] = _utc_now,
+        lease: float = LEASE,
+        renew: float = RENEW,
+    ) -> None:
+        self.name, self.namespace, self.version = name, namespace, version
+        self.key = Key("", "Secret", namespace, name)
+        self._api, self._field_manager, self._call = api, field_manager, call
+        self._emit, self._check_stop, self._sleep, self._monotonic, self._now = (
+            emit, check_stop, sleep, monotonic, now
+        )  # fmt: skip
+        self._lease_seconds, self._renew_seconds = lease, renew
+        self._res = api.resource("v1", "Secret")
+        self._live: dict[str, Any] | None = None
+        self._lease: Lease | None = None
+        self._run = ""
+        """Id of this run's lease: a lock with this id is ours."""
+        self._stored: dict[str, Any] | None = None
+        """The last render stored (without the lock)."""
+        self._submitted: dict[str, Any] | None = None
+        self._io = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future[None] | None = None
+        self._renewed_at = 0.0
+        self._lost: RunnerError | None = None
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+
+    # --- reading and locking -----------------------------------------------------------------------------
+
+    def read(self) -> Parent:
+        """The parent as recorded, without locking (server dry run: nothing is written)."""
+        self._live = self._get()
+        return Parent.from_live(self.name, self.namespace, self.version, self._live)
+
+    def acquire(self, wait: float, widen: Callable[[Parent], None]) -> Parent:
+        """Takes the lock (waiting up to ``wait`` seconds for another run to release it) with one write
+        that also stores the parent as ``widen`` extends it. Returns that parent."""
+        mine = Lease.new(self._now(), self._lease_seconds)
+        self._run = mine.run
+        deadline = self._monotonic() + wait
+        waited_for: Lease | None = None
+        while True:
+            self._live = self._get()
+            parent = Parent.from_live(self.name, self.namespace, self.version, self._live)
+            current, now = lease_of(self._live), self._now()
+            blocked, why = held_by_other(current, mine.run, now)
+            if blocked and current is not None:
+                if self._monotonic() >= deadline:
+                    raise InventoryLocked(self._locked_message(current, now, wait))
+                if waited_for is None or waited_for.run != current.run:
+                    self._emit(Lock("waiting", current.holder, self._waiting_detail(current, now, deadline)))
+                    waited_for = current
+                self._check_stop()
+                self._sleep(LOCK_POLL)
+                continue
+            widen(parent)
+            self._lease = replace(mine, since=now, expires=now + timedelta(seconds=self._lease_seconds))
+            try:
+                self._store(parent.render(), acquiring=True)
+            except RunnerError as err:
+                self._lease = None
+                if _is_conflict(err):
+                    continue  # another run wrote first: read its lock
+                raise
+            break
+        if current is not None and why:
+            self._emit(Lock("taken-over", current.holder, why))
+        elif waited_for is not None:
+            self._emit(Lock("acquired", waited_for.holder, "after it was released"))
+        self._renewer = threading.Thread(target=self._renew_loop, daemon=True, name="krmfn-lock-renewal")
+        self._renewer.start()
+        return parent
+
+    def check(self) -> None:
+        """Raises when the run must stop because its lock was lost or could not be renewed in time."""
+        if self._lost is not None:
+            raise self._lost
+        if self._lease is not None and self._monotonic() - self._renewed_at > self._lease_seconds:
+            raise InventoryError(
+                f"could not renew the lock of ApplySet {self.namespace}/{self.name} for "
+                f"{self._lease_seconds:.0f}s; stopping before another run takes it over"
+            )
+
+    # --- writing -----------------------------------------------------------------------------------------
+
+    def write(self, parent: Parent) -> None:
+        """Stores ``parent`` in the background; nothing when it is what was last submitted."""
+        wanted = parent.render()
+        if wanted == self._submitted:
+            return
+        self.flush()
+        self._submitted = wanted
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="krmfn-inventory")
+        self._pending = self._pool.submit(self._store, wanted)
+
+    def flush(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self, parent: Parent) -> None:
+        """The run succeeded: one last write stores ``parent`` and releases the lock."""
+        self.flush()
+        self._stop_renewal()
+        self._lease = None
+        self._store(parent.render())
+        self._shutdown()
+
+    def abandon(self) -> None:
+        """The run failed (or ``close`` already ran): release the lock if still held, best effort --
+        an error is already on its way, and an unreleased lease expires by itself."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.exception()
+        self._stop_renewal()
+        if self._lease is not None and self._lost is None:
+            self._lease = None
+            with contextlib.suppress(RunnerError):
+                self._store()
+        self._shutdown()
+
+    # --- internals ---------------------------------------------------------------------------------------
+
+    def _get(self) -> dict[str, Any] | None:
+        ns = self.namespace
+        live: dict[str, Any] | None = self._call(self.key, self._api.get, self._res, self.name, ns)
+        return live
+
+    def _store(
+        self, wanted: dict[str, Any] | None = None, *, acquiring: bool = False, renewing: bool = False
+    ) -> None:
+        """Writes ``wanted`` (None: the last render stored, again) with the current lease, if any."""
+        with self._io:
+            wanted = wanted if wanted is not None else self._stored
+            if wanted is None or (renewing and self._lease is None):
+                return  # nothing stored yet, or released meanwhile
+            if renewing and self._lease is not None:
+                self._lease = self._lease.renewed(self._now(), self._lease_seconds)
+            for _ in range(CONFLICT_RETRIES):
+                try:
+                    self._live = self._put(wanted)
+                except RunnerError as err:
+                    if acquiring or not _is_conflict(err):
+                        raise
+                    self._live = self._get()
+                    current = lease_of(self._live)
+                    if self._live is None or current is None or current.run != self._run:
+                        self._lost = InventoryError(self._lost_message(current))
+                        raise self._lost from None
+                    continue  # still ours: someone else touched the Secret; merge again
+                self._stored = wanted
+                if self._lease is not None:
+                    self._renewed_at = self._monotonic()
+                return
+            raise InventoryError(f"ApplySet {self.namespace}/{self.name} keeps changing under this run")
+
+    def _put(self, wanted: dict[str, Any]) -> dict[str, Any]:
+        annotations = dict(wanted["metadata"]["annotations"])
+        if self._lease is not None:
+            annotations[LOCK] = self._lease.render()
+        obj = {**wanted, "metadata": {**wanted["metadata"], "annotations": annotations}}
+        if self._live is None:
+            created: dict[str, Any] = self._call(
+                self.key, self._api.create, self._res, obj, field_manager=self._field_manager
+            )
+            return created
+        replaced: dict[str, Any] = self._call(
+            self.key, self._api.replace, self._res, merged(self._live, obj), field_manager=self._field_manager
+        )
+        return replaced
+
+    def _renew_loop(self) -> None:
+        while not self._stop.wait(self._renew_seconds):
+            try:
+                self._store(renewing=True)
+            except InventoryError:
+                return  # lost: ``check`` reports it
+            except RunnerError:
+                continue  # unreachable for now: ``check`` stops the run if this lasts a whole lease
+
+    def _stop_renewal(self) -> None:
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join()
+            self._renewer = None
+
+    def _shutdown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+    def _locked_message(self, current: Lease, now: datetime, wait: float) -> str:
+        waited = f" (waited {wait:.0f}s)" if wait else "; pass --wait-for-lock DURATION to wait for it"
+        return (
+            f"ApplySet {self.namespace}/{self.name} is locked by another run: {current.describe(now)}{waited}"
+        )
+
+    def _waiting_detail(self, current: Lease, now: datetime, deadline: float) -> str:
+        left = max(0.0, deadline - self._monotonic())
+        return f"{current.status(now)}; waiting up to {left:.0f}s"
+
+    def _lost_message(self, current: Lease | None) -> str:
+        other = f"; now held by {current.describe(self._now())}" if current is not None else ""
+        return (
+            f"lost the lock of ApplySet {self.namespace}/{self.name}: the parent Secret was changed by "
+            f"another run{other}"
+        )
