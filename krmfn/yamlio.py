@@ -11,9 +11,11 @@ both kinds of reader.
 
 from __future__ import annotations
 
+import base64
 import re
 import warnings
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
 import yaml
@@ -337,4 +339,12 @@ def plain(value: Any) -> Any:
         return int(value)
     if isinstance(value, float):
         return float(value)
+    # Explicit YAML tags: !!binary, !!set (both paths) and unknown tags (fidelity path, as ruamel keeps
+    # them). Kubernetes has none of these types; hashing and JSON need plain values, in a stable order.
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode()
+    if isinstance(value, AbstractSet):
+        return sorted((plain(v) for v in value), key=repr)
+    if type(value).__name__ == "TaggedScalar":
+        return plain(getattr(value, "value", None))
     return value

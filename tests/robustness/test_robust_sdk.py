@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 import warnings
 
@@ -9,7 +10,7 @@ import pytest
 
 from krmfn.errors import LimitExceededError, YAMLSyntaxError
 from krmfn.limits import Limits
-from krmfn.yamlio import Mode, dump, load
+from krmfn.yamlio import Mode, dump, load, plain
 from robustness.fuzzing import PARSER
 
 
@@ -75,3 +76,37 @@ def test_fidelity_path_writes_no_warning_that_quotes_the_input() -> None:
         doc = load(text, "fidelity", Limits())
     assert doc["c"] == "CANARY-two"
     assert not caught
+
+
+@pytest.mark.parametrize(
+    ("mode", "value"),
+    [
+        ("fast", "!!binary aGVsbG8="),
+        ("fidelity", "!!binary aGVsbG8="),
+        ("fast", "!!set {b, a}"),
+        ("fidelity", "!!set {b, a}"),
+        ("fidelity", "!custom x"),
+    ],
+)
+def test_plain_turns_tagged_values_into_json_data(mode: Mode, value: str) -> None:
+    # set-config-checksum hashed plain(data) with json: bytes, sets and ruamel's TaggedScalar were
+    # "internal error: TypeError: Object of type ... is not JSON serializable".
+    found = plain(load(f"k: {value}\n", mode, Limits()))
+    assert json.loads(json.dumps(found)) == found
+
+
+def test_tagged_binary_secret_data_hashes_like_its_text() -> None:
+    from functions.set_config_checksum import FUNCTION
+
+    def checksum(data: str) -> str:
+        text = (
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+            f"- {{apiVersion: v1, kind: Secret, metadata: {{name: s}}, data: {{k: {data}}}}}\n"
+            "- {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: "
+            "[{name: c, image: i, envFrom: [{secretRef: {name: s}}]}]}}\n"
+        )
+        out, code = FUNCTION.process(text)
+        assert code == 0, out
+        return out.split("krmfn.dev/config-checksum: ")[1].split()[0]
+
+    assert checksum("!!binary aGVsbG8=") == checksum("aGVsbG8=")
