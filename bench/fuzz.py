@@ -118,12 +118,8 @@ def run_atheris(names: list[str], seconds: float, tally: Tally) -> None:
 def atheris_worker(name: str, argv: list[str]) -> None:
     import atheris
 
-    with atheris.instrument_imports():
-        import krmfn
-        import krmfn.function  # noqa: F401
-
-        functions = targets()
-    function = functions[name]
+    function = targets()[name]  # imports every function module, so that instrument_all() sees them
+    atheris.instrument_all()
     seed = seed_text(function).encode()
     out = Path("/tmp/krmfn-fuzz-atheris")
     out.mkdir(parents=True, exist_ok=True)
