@@ -187,6 +187,7 @@ class Cluster:
         self.kubeconfig = workdir / "kubeconfig"
         self.die_with_parent = die_with_parent
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._argv: dict[str, list[str]] = {}  # what each component was started with, for restarts
         self.timings: dict[str, float] = {}  # seconds since up() started, per milestone
         self.server = ""
         self._logs: list[IO[bytes]] = []
@@ -305,6 +306,24 @@ class Cluster:
             f.close()
         self._logs.clear()
 
+    def restart_apiserver(self, grace: float = 0.0, timeout: float = 60) -> float:
+        """Stops kube-apiserver and starts it again with the same flags and port; returns once /readyz
+        answers, with the seconds it was unavailable. ``grace``: seconds of SIGTERM before SIGKILL -- its
+        graceful shutdown waits up to 60s for open watches, so the default 0 kills it at once, as a
+        crash would. etcd keeps the state; the controllers and kwok reconnect by themselves."""
+        started = time.monotonic()
+        proc = self.procs.pop("kube-apiserver")
+        if grace > 0:
+            proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(grace)
+        proc.kill()  # no-op once it has exited
+        proc.wait()
+        binary, *args = self._argv["kube-apiserver"]
+        self._start(Path(binary), *args)
+        wait_until("kube-apiserver /readyz after a restart", self._apiserver_ready, timeout)
+        return time.monotonic() - started
+
     def __enter__(self) -> Cluster:
         self.up()
         return self
@@ -351,6 +370,7 @@ class Cluster:
 
     def _start(self, binary: Path, *args: str) -> None:
         name = binary.name
+        self._argv[name] = [str(binary), *args]
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = (self.log_dir / f"{name}.log").open("ab")
         self._logs.append(log)
