@@ -1,9 +1,12 @@
-"""Helpers for the `krmfn apply` cluster tests: manifest builders and an in-process runner fixture.
+"""Helpers for the `krmfn apply` cluster tests: manifest builders, runner fixtures, inventory checks.
 
     from .runner_fixtures import apply, job, deployment, configmap   # noqa: F401 (apply is a fixture)
 
 ``apply(docs, *flags)`` writes ``docs`` to a file and runs ``krmfn apply -f FILE -n <test namespace>
 -o json`` against the test cluster, returning the exit code and the decoded events.
+``spawn(docs, *flags)`` runs the same command as a child process (to kill it, or to run two at once)
+and returns a ``Background`` to read its events one by one. ``inventory_problems`` lists what is
+incoherent in an ApplySet parent.
 """
 
 from __future__ import annotations
@@ -11,14 +14,25 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from lightkube import Client
+from lightkube.core.resource import NamespacedResource
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.batch_v1 import Job
+from lightkube.resources.core_v1 import ConfigMap, Secret
 
+from krmfn.runner.applyset import GROUP_KINDS, ID_LABEL, NAMESPACES, PART_OF, applyset_id
 from krmfn.runner.cli import main
+from krmfn.runner.lock import LOCK
 from krmfn.yamlio import dump_all_fast
 
 Doc = dict[str, Any]
@@ -154,3 +168,102 @@ def apply(kubeconfig: Path, namespace: str, tmp_path: Path) -> Apply:
         return Outcome(code, [json.loads(line) for line in out.getvalue().splitlines()], err.getvalue())
 
     return run
+
+
+@dataclass
+class Background:
+    """A ``krmfn apply -o json`` child process whose events are read as they come."""
+
+    proc: subprocess.Popen[str]
+    events: list[Doc] = field(default_factory=list)
+    _lines: queue.Queue[str | None] = field(default_factory=queue.Queue)
+
+    def __post_init__(self) -> None:
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def until(self, predicate: Callable[[Doc], bool], timeout: float = 30) -> Doc:
+        """Reads events until one satisfies ``predicate``; returns it."""
+        while True:
+            line = self._lines.get(timeout=timeout)
+            assert line is not None, f"the run ended first: {self.events}"
+            event: Doc = json.loads(line)
+            self.events.append(event)
+            if predicate(event):
+                return event
+
+    def kill(self) -> None:
+        """SIGKILL, and reap the process (a zombie would still look alive to kill(pid, 0))."""
+        self.proc.kill()
+        self.proc.wait(10)
+
+    def finish(self, timeout: float = 60) -> Outcome:
+        code = self.proc.wait(timeout)
+        while (line := self._lines.get(timeout=5)) is not None:
+            self.events.append(json.loads(line))
+        assert self.proc.stderr is not None
+        return Outcome(code, self.events, self.proc.stderr.read())
+
+
+Spawn = Callable[..., Background]
+
+
+@pytest.fixture
+def spawn(kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[Spawn]:
+    counter = iter(range(1000))
+    started: list[Background] = []
+
+    def run(docs: list[Doc], *flags: str) -> Background:
+        path = tmp_path / f"spawned-{next(counter)}.yaml"
+        path.write_text(dump_all_fast(docs))
+        argv = [str(Path(sys.executable).parent / "krmfn"), "apply", "-f", str(path), "-n", namespace,
+                "--kubeconfig", str(kubeconfig), "-o", "json", *flags]  # fmt: skip
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        started.append(Background(proc))
+        return started[-1]
+
+    yield run
+    for bg in started:  # a failed test must not leave a runner behind
+        if bg.proc.poll() is None:
+            bg.kill()
+
+
+MEMBER_KINDS: list[type[NamespacedResource]] = [ConfigMap, Deployment, Job, Secret]
+"""The kinds the runner tests apply; inventory_problems looks for members among them."""
+
+
+def _group_kind(res: type[NamespacedResource]) -> str:
+    info = res._api_info.resource  # lightkube's (group, version, kind) of the class
+    return f"{info.kind}.{info.group}" if info.group else info.kind
+
+
+def inventory_problems(client: Client, namespace: str, applyset: str = "krmfn") -> list[str]:
+    """What is incoherent in the ApplySet parent ``namespace/applyset``: a member whose kind or namespace
+    the parent does not list (a later prune would miss it), a lock left behind, a malformed annotation."""
+    set_id = applyset_id(applyset, namespace)
+    parent = client.get(Secret, applyset, namespace=namespace)
+    problems = []
+    if (parent.metadata.labels or {}).get(ID_LABEL) != set_id:
+        problems.append(f"parent label {ID_LABEL} is not {set_id}")
+    notes = parent.metadata.annotations or {}
+    if LOCK in notes:
+        problems.append(f"lock left behind: {notes[LOCK]}")
+    kinds = {k for k in notes.get(GROUP_KINDS, "").split(",") if k}
+    namespaces = {namespace} | {n for n in notes.get(NAMESPACES, "").split(",") if n}
+    for res in MEMBER_KINDS:
+        for member in client.list(res, namespace="*", labels={PART_OF: set_id}):
+            where = f"{_group_kind(res)} {member.metadata.namespace}/{member.metadata.name}"
+            if _group_kind(res) not in kinds:
+                problems.append(f"{where} is a member but {GROUP_KINDS} is {sorted(kinds)}")
+            if member.metadata.namespace not in namespaces:
+                problems.append(f"{where} is a member in a namespace the parent does not list")
+    for entry in filter(None, notes.get("krmfn.dev/completed-jobs", "").split(",")):
+        job_ref, sep, spec_hash = entry.partition("=")
+        if not sep or job_ref.count("/") != 1 or len(spec_hash) != 32:
+            problems.append(f"malformed completed-jobs entry {entry!r}")
+    return problems

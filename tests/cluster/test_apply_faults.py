@@ -1,0 +1,311 @@
+"""`krmfn apply` under faults: the API server restarted mid-wait, the runner SIGKILLed and re-run, a step
+refused by the server (conflict, 403, 422, unknown kind, missing namespace), two runs on one inventory.
+
+After each fault: the error names the object, nothing after the failed step is applied, no Job runs
+twice, and the ApplySet parent stays coherent (``inventory_problems``).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from lightkube import ApiError, Client
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.rbac_v1 import PolicyRule, RoleRef, Subject
+from lightkube.resources.batch_v1 import Job
+from lightkube.resources.core_v1 import ConfigMap, Pod, Secret
+from lightkube.resources.rbac_authorization_v1 import Role, RoleBinding
+from lightkube.types import PatchType
+
+from krmfn.runner.lock import LOCK
+
+from .cluster import Cluster
+from .runner_fixtures import Apply, Doc, Spawn, configmap, deployment, final_wait, inventory_problems, job
+from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
+from .runner_fixtures import spawn as spawn  # noqa: PLC0414 (re-exported fixture)
+
+
+def exists(client: Client, res: type, name: str, namespace: str) -> bool:
+    try:
+        client.get(res, name, namespace=namespace)
+    except ApiError as err:
+        if err.status.code == 404:
+            return False
+        raise
+    return True
+
+
+def runs_of(client: Client, name: str, namespace: str) -> tuple[str, int, int]:
+    """(Job UID, pods it ever had, status.succeeded): one run means one pod and succeeded == 1."""
+    found = client.get(Job, name, namespace=namespace)
+    pods = list(client.list(Pod, namespace=namespace, labels={"batch.kubernetes.io/job-name": name}))
+    return str(found.metadata.uid), len(pods), found.status.succeeded or 0
+
+
+def waiting_in(step: int) -> Callable[[Doc], bool]:
+    return lambda e: e["type"] == "wait" and e["step"] == step
+
+
+def lock_of(client: Client, namespace: str) -> dict[str, str] | None:
+    raw = (client.get(Secret, "krmfn", namespace=namespace).metadata.annotations or {}).get(LOCK)
+    return json.loads(raw) if raw else None
+
+
+# --- the API server restarts --------------------------------------------------------------------------
+
+
+def test_api_server_restart_during_a_wait_is_survived(
+    cluster: Cluster, kube_client: Client, namespace: str, spawn: Spawn
+) -> None:
+    run = spawn([job("db-migration", 0, slow="4s"), final_wait(job("warmup", 1))])
+    run.until(waiting_in(0))
+    uid, _, succeeded = runs_of(kube_client, "db-migration", namespace)
+    assert succeeded == 0, "the restart must fall inside the wait"
+    down = cluster.restart_apiserver()
+    assert down > 0.5
+    out = run.finish()
+    assert out.code == 0, out.error + out.stderr
+    assert out.step_results() == [("step0", "healthy"), ("step1", "healthy")]
+    assert runs_of(kube_client, "db-migration", namespace) == (uid, 1, 1)
+    assert runs_of(kube_client, "warmup", namespace)[1:] == (1, 1)
+    assert inventory_problems(kube_client, namespace) == []
+
+
+# --- the runner is killed --------------------------------------------------------------------------------
+
+
+def test_runner_killed_twice_then_rerun_completes_and_no_job_runs_twice(
+    apply: Apply, kube_client: Client, namespace: str, spawn: Spawn
+) -> None:
+    docs = [job("db-migration", 0, slow="3s"), deployment("web", 1),
+            final_wait(job("warmup", 2, slow="2s"))]  # fmt: skip
+    first = spawn(docs)
+    first.until(waiting_in(0))
+    first.kill()  # mid-wait of the migration, holding the inventory lock
+    migration = runs_of(kube_client, "db-migration", namespace)[0]
+    assert lock_of(kube_client, namespace) is not None
+
+    second = spawn(docs)
+    second.until(waiting_in(2))
+    second.kill()  # mid-wait of the warm-up, after the migration and the rollout
+    warmup = runs_of(kube_client, "warmup", namespace)[0]
+    assert second.events[0]["type"] == "lock"
+    assert second.events[0]["action"] == "taken-over"
+    assert second.events[0]["detail"] == "its process no longer exists"
+
+    out = apply(docs)
+    assert out.code == 0, out.error
+    assert [e["action"] for e in out.of("lock")] == ["taken-over"]
+    assert out.actions() == {
+        f"Job.batch {namespace}/db-migration": "unchanged",
+        f"Deployment.apps {namespace}/web": "configured",
+        f"Job.batch {namespace}/warmup": "unchanged",
+    }
+    assert runs_of(kube_client, "db-migration", namespace) == (migration, 1, 1)
+    assert runs_of(kube_client, "warmup", namespace) == (warmup, 1, 1)
+    assert inventory_problems(kube_client, namespace) == []
+
+
+# --- the server refuses a step ---------------------------------------------------------------------------
+
+
+def restricted_kubeconfig(cluster: Cluster, namespace: str, path: Path) -> Path:
+    """A ServiceAccount that may manage ConfigMaps and the inventory Secret, and nothing else."""
+    client = cluster.client()
+    verbs = ["get", "list", "create", "update", "patch", "delete"]
+    rules = [PolicyRule(apiGroups=[""], resources=["configmaps", "secrets"], verbs=verbs)]
+    client.create(Role(metadata=ObjectMeta(name="deployer", namespace=namespace), rules=rules))
+    client.create(RoleBinding(
+        metadata=ObjectMeta(name="deployer", namespace=namespace),
+        roleRef=RoleRef(apiGroup="rbac.authorization.k8s.io", kind="Role", name="deployer"),
+        subjects=[Subject(kind="ServiceAccount", name="deployer", namespace=namespace)],
+    ))  # fmt: skip
+    return cluster.service_account_kubeconfig(namespace, "deployer", path)
+
+
+@dataclass
+class Scene:
+    """What a fault's set-up may use."""
+
+    cluster: Cluster
+    client: Client
+    namespace: str
+    tmp_path: Path
+
+
+@pytest.fixture
+def scene(cluster: Cluster, kube_client: Client, namespace: str, tmp_path: Path) -> Scene:
+    return Scene(cluster, kube_client, namespace, tmp_path)
+
+
+def conflict(scene: Scene) -> tuple[Doc, list[str]]:
+    theirs = {"metadata": {"name": "shared", "namespace": scene.namespace}, "data": {"k": "theirs"}}
+    scene.client.apply(ConfigMap.from_dict(theirs), field_manager="someone-else")
+    return configmap("shared", 1, k="ours"), []
+
+
+def forbidden(scene: Scene) -> tuple[Doc, list[str]]:
+    kubeconfig = restricted_kubeconfig(scene.cluster, scene.namespace, scene.tmp_path / "deployer.kubeconfig")
+    return deployment("web", 1), ["--kubeconfig", str(kubeconfig)]
+
+
+def invalid(scene: Scene) -> tuple[Doc, list[str]]:
+    bad = deployment("web", 1)
+    bad["spec"]["replicas"] = -1
+    return bad, []
+
+
+def unknown_kind(scene: Scene) -> tuple[Doc, list[str]]:
+    widget: Doc = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    widget["metadata"]["annotations"] = {"krmfn.dev/step-index": "1"}
+    return widget, []
+
+
+def missing_namespace(scene: Scene) -> tuple[Doc, list[str]]:
+    elsewhere = configmap("elsewhere", 1)
+    elsewhere["metadata"]["namespace"] = f"missing-{secrets.token_hex(3)}"
+    return elsewhere, []
+
+
+FAULTS: dict[str, tuple[Callable[[Scene], tuple[Doc, list[str]]], str]] = {
+    # name: (set-up returning the object of step 1 and extra flags, what the error says after the object)
+    "conflict": (conflict, 'conflict with "someone-else"'),
+    "forbidden": (forbidden, "forbidden: "),
+    "invalid": (invalid, "invalid: "),
+    "unknown-kind": (unknown_kind, "the cluster does not serve example.com/v1 (is its CRD installed?)"),
+    "missing-namespace": (missing_namespace, "does not exist; add the Namespace to this step or an earlier"),
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_refused_step_names_the_object_stops_the_run_and_keeps_the_inventory_coherent(
+    fault: str, apply: Apply, scene: Scene
+) -> None:
+    client, namespace = scene.client, scene.namespace
+    assert apply([configmap("first", 0), configmap("retired", 0)]).code == 0
+    setup, says = FAULTS[fault]
+    refused, flags = setup(scene)
+    ref_namespace = refused["metadata"].get("namespace", namespace)
+    group = refused["apiVersion"].rpartition("/")[0]
+    ref = f"{refused['kind']}{'.' + group if group else ''} {ref_namespace}/{refused['metadata']['name']}"
+
+    out = apply([configmap("first", 0, x="2"), refused, configmap("later", 2)], *flags)
+    assert out.code == 1
+    assert out.error.startswith(f"{ref}: ")
+    assert says in out.error
+    assert not exists(client, ConfigMap, "later", namespace)  # nothing after the failed step
+    assert out.of("prune") == []
+    assert exists(client, ConfigMap, "retired", namespace)
+    first = client.get(ConfigMap, "first", namespace=namespace)
+    # An unknown kind fails at discovery, before anything; otherwise the step before the fault ran.
+    assert (first.data or {}) == ({} if fault == "unknown-kind" else {"x": "2"})
+    assert inventory_problems(client, namespace) == []
+
+
+# --- two runs on one inventory ---------------------------------------------------------------------------
+
+
+def test_second_run_refuses_while_the_first_holds_the_lock(
+    apply: Apply, kube_client: Client, namespace: str, spawn: Spawn
+) -> None:
+    docs = [job("db-migration", 0, slow="3s"), configmap("after", 1)]
+    first = spawn(docs)
+    first.until(waiting_in(0))
+    holder = lock_of(kube_client, namespace)
+    assert holder is not None
+    second = apply(docs)
+    assert second.code == 1
+    assert second.error.startswith(
+        f"ApplySet {namespace}/krmfn is locked by another run: {holder['holder']} (run {holder['run']} since "
+    )
+    assert second.error.endswith("; pass --wait-for-lock DURATION to wait for it")
+    assert second.of("apply") == []
+    assert first.finish().code == 0
+    assert runs_of(kube_client, "db-migration", namespace)[1:] == (1, 1)
+    assert inventory_problems(kube_client, namespace) == []
+
+
+def test_second_run_with_wait_for_lock_runs_after_the_first(
+    apply: Apply, kube_client: Client, namespace: str, spawn: Spawn
+) -> None:
+    docs = [job("db-migration", 0, slow="3s"), configmap("after", 1)]
+    first = spawn(docs)
+    first.until(waiting_in(0))
+    holder = lock_of(kube_client, namespace)
+    assert holder is not None
+    second = apply(docs, "--wait-for-lock", "30s")
+    assert second.code == 0, second.error
+    assert [(e["action"], e["holder"]) for e in second.of("lock")] == [
+        ("waiting", holder["holder"]),
+        ("acquired", holder["holder"]),
+    ]
+    assert first.finish().code == 0
+    assert second.actions()[f"Job.batch {namespace}/db-migration"] == "unchanged"
+    assert runs_of(kube_client, "db-migration", namespace)[1:] == (1, 1)
+    assert inventory_problems(kube_client, namespace) == []
+
+
+def test_two_runs_started_together_one_wins_the_other_refuses(
+    kube_client: Client, namespace: str, spawn: Spawn
+) -> None:
+    docs = [job("db-migration", 0, slow="2s"), configmap("after", 1)]
+    runs = [spawn(docs), spawn(docs)]
+    outcomes = sorted((run.finish() for run in runs), key=lambda out: out.code)
+    assert [out.code for out in outcomes] == [0, 1]
+    assert "is locked by another run" in outcomes[1].error
+    assert outcomes[1].of("apply") == []
+    assert runs_of(kube_client, "db-migration", namespace)[1:] == (1, 1)
+    assert inventory_problems(kube_client, namespace) == []
+
+
+def foreign_lease(expires_in: float) -> str:
+    now = datetime.now(UTC)
+    stamp = "%Y-%m-%dT%H:%M:%SZ"
+    return json.dumps({"holder": "another-host/4242", "run": "0badc0de", "since": now.strftime(stamp),
+                       "expires": (now + timedelta(seconds=expires_in)).strftime(stamp)})  # fmt: skip
+
+
+def set_lock(client: Client, namespace: str, value: str) -> None:
+    patch = {"metadata": {"annotations": {LOCK: value}}}
+    client.patch(Secret, "krmfn", patch, namespace=namespace, patch_type=PatchType.MERGE)
+
+
+def test_live_lock_of_another_host_refuses_and_an_expired_one_is_taken_over(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    assert apply([configmap("a", 0)]).code == 0
+    set_lock(kube_client, namespace, foreign_lease(60))
+    refused = apply([configmap("a", 0, x="1")])
+    assert refused.code == 1
+    assert "locked by another run: another-host/4242 (run 0badc0de since " in refused.error
+    set_lock(kube_client, namespace, foreign_lease(-1))
+    out = apply([configmap("a", 0, x="1")])
+    assert out.code == 0, out.error
+    [taken] = out.of("lock")
+    assert (taken["action"], taken["holder"]) == ("taken-over", "another-host/4242")
+    assert taken["detail"].startswith("its lease expired at ")
+    assert inventory_problems(kube_client, namespace) == []
+
+
+def test_run_that_lost_its_lock_stops_without_overwriting_the_new_holder(
+    kube_client: Client, namespace: str, spawn: Spawn
+) -> None:
+    run = spawn([job("db-migration", 0, slow="2s"), configmap("middle", 1), configmap("last", 2)])
+    run.until(waiting_in(0))
+    usurper = foreign_lease(60)  # as if this run's lease had expired and another run had taken over
+    set_lock(kube_client, namespace, usurper)
+    out = run.finish()
+    assert out.code == 1
+    assert out.error.startswith(
+        f"lost the lock of ApplySet {namespace}/krmfn: the parent Secret was changed by another run; "
+        "now held by another-host/4242"
+    )
+    assert not exists(kube_client, ConfigMap, "last", namespace)
+    notes = kube_client.get(Secret, "krmfn", namespace=namespace).metadata.annotations
+    assert notes[LOCK] == usurper
