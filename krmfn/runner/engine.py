@@ -3,6 +3,9 @@
 Everything it does is reported as events (see events.py) through ``emit``; failures end the run with a
 ``RunnerError`` that the last ``error`` event describes. The cluster (``Api``) and the clock are
 injected, so the engine runs the same against a real API server and in tests.
+
+One run at a time per ApplySet: the run holds a lease on the parent Secret from before its first apply
+until its last inventory write (lock.py says why there, inventory.py how the writes stay safe).
 """
 
 from __future__ import annotations
