@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import socket
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -70,7 +69,7 @@ class Lease:
         pid = os.getpid()
         return cls(
             holder=f"{socket.gethostname()}/{pid}",
-            run=secrets.token_hex(4),
+            run=os.urandom(4).hex(),
             since=now,
             expires=now + timedelta(seconds=duration),
             start=_process_start(pid),
