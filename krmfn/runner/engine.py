@@ -33,6 +33,7 @@ from krmfn.runner.errors import (
 )
 from krmfn.runner.events import Apply, ApplyAction, Error, Event, Prune, Status, StepDone, StepStart, Wait
 from krmfn.runner.inventory import Inventory
+from krmfn.runner.lock import LEASE
 from krmfn.runner.plan import STEP_INDEX, Item, Key, Plan, Step, key_of, kind_rank
 from krmfn.runner.status import Health, health
 from krmfn.runner.waiter import Watched, Watcher
@@ -69,6 +70,8 @@ class Options:
     version: str = "0.1.0"
     lock_wait: float = 0.0
     """Seconds to wait for another run's inventory lock; 0: fail at once."""
+    lock_lease: float = LEASE
+    """Seconds the inventory lock lasts unless renewed (every quarter of it)."""
 
 
 @dataclass
@@ -185,7 +188,7 @@ class Runner:
             self.api, self.options.applyset, namespace,
             field_manager=self.options.field_manager, version=self.options.version, call=self._call,
             emit=self.emit, check_stop=self._check_stop, sleep=self.clock.sleep,
-            monotonic=self.clock.monotonic,
+            monotonic=self.clock.monotonic, lease=self.options.lock_lease, renew=self.options.lock_lease / 4,
         )  # fmt: skip
         if self.options.dry_run:
             return inventory.read()

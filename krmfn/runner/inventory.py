@@ -148,6 +148,7 @@ class Inventory:
                     continue  # another run wrote first: read its lock
                 raise
             break
+        self._submitted = self._stored
         if current is not None and why:
             self._emit(Lock("taken-over", current.holder, why))
         elif waited_for is not None:
@@ -160,10 +161,12 @@ class Inventory:
         """Raises when the run must stop because its lock was lost or could not be renewed in time."""
         if self._lost is not None:
             raise self._lost
-        if self._lease is not None and self._monotonic() - self._renewed_at > self._lease_seconds:
+        # One renewal interval before the lease runs out: the margin for the clocks and this check's tick.
+        limit = self._lease_seconds - self._renew_seconds
+        if self._lease is not None and self._monotonic() - self._renewed_at > limit:
             raise InventoryError(
-                f"could not renew the lock of ApplySet {self.namespace}/{self.name} for "
-                f"{self._lease_seconds:.0f}s; stopping before another run takes it over"
+                f"could not renew the lock of ApplySet {self.namespace}/{self.name} for {limit:.0f}s; "
+                "stopping before its lease runs out and another run takes it over"
             )
 
     # --- writing -----------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from typing import Any
 
 LOCK = "krmfn.dev/lock"
 LEASE = 60.0
-RENEW = 15.0
+RENEW = LEASE / 4
 _TIME = "%Y-%m-%dT%H:%M:%SZ"
 
 

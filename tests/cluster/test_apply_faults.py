@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -23,7 +24,11 @@ from lightkube.resources.core_v1 import ConfigMap, Pod, Secret
 from lightkube.resources.rbac_authorization_v1 import Role, RoleBinding
 from lightkube.types import PatchType
 
+from krmfn.runner.engine import Options, Result, Runner
+from krmfn.runner.events import Event
+from krmfn.runner.kube import HttpApi, load_config
 from krmfn.runner.lock import LOCK
+from krmfn.runner.plan import build_plan
 
 from .cluster import Cluster
 from .runner_fixtures import Apply, Doc, Spawn, configmap, deployment, final_wait, inventory_problems, job
@@ -309,3 +314,55 @@ def test_run_that_lost_its_lock_stops_without_overwriting_the_new_holder(
     assert not exists(kube_client, ConfigMap, "last", namespace)
     notes = kube_client.get(Secret, "krmfn", namespace=namespace).metadata.annotations
     assert notes[LOCK] == usurper
+
+
+def test_lease_is_renewed_while_a_step_outlasts_it(
+    kubeconfig: Path, kube_client: Client, namespace: str
+) -> None:
+    seen: list[str] = []
+
+    def emit(event: Event) -> None:
+        lock = lock_of(kube_client, namespace) if event.type == "status" else None
+        if lock is not None:
+            seen.append(lock["expires"])
+
+    api = HttpApi(load_config(str(kubeconfig), None))
+    plan = build_plan([job("db-migration", 0, slow="5s"), configmap("after", 1)], namespace=namespace,
+                      default_timeout=30)  # fmt: skip
+    try:
+        # Without renewals, a 2s lease would stop the run at the first wait tick after 2s.
+        result = Runner(api, Options(namespace=namespace, lock_lease=2.0), emit).run(plan)
+    finally:
+        api.close()
+    assert result.ok, result.error
+    assert len(set(seen)) >= 2, f"the lease was not renewed: {seen}"
+    assert inventory_problems(kube_client, namespace) == []
+
+
+def test_run_cut_off_for_longer_than_its_lease_stops(
+    cluster: Cluster, kubeconfig: Path, kube_client: Client, namespace: str
+) -> None:
+    waiting = threading.Event()
+
+    def emit(event: Event) -> None:
+        if event.type == "wait":
+            waiting.set()
+
+    api = HttpApi(load_config(str(kubeconfig), None))
+    plan = build_plan([job("db-migration", 0, slow="6s"), configmap("after", 1)], namespace=namespace,
+                      default_timeout=30)  # fmt: skip
+    results: list[Result] = []
+    runner = Runner(api, Options(namespace=namespace, lock_lease=1.0), emit)
+    thread = threading.Thread(target=lambda: results.append(runner.run(plan)))
+    thread.start()
+    try:
+        assert waiting.wait(20)
+        assert cluster.restart_apiserver() > 1.0  # longer than the lease minus one renewal interval
+        thread.join(30)
+    finally:
+        api.close()
+    [result] = results
+    assert not result.ok
+    assert str(result.error).startswith(f"could not renew the lock of ApplySet {namespace}/krmfn for ")
+    assert not exists(kube_client, ConfigMap, "after", namespace)
+    assert inventory_problems(kube_client, namespace) == []  # released once the server was back
