@@ -12,6 +12,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.constructor import RoundTripConstructor
+from ruamel.yaml.emitter import Emitter
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.scalarfloat import ScalarFloat
@@ -19,6 +20,9 @@ from ruamel.yaml.scalarfloat import ScalarFloat
 _INT_TAG = "tag:yaml.org,2002:int"
 _GO_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
 _HEAD_MARK = "#krmfn-item-head:"
+# Plain scalars ruamel writes in flow collections that go-yaml (kpt, kustomize) and libyaml cannot read:
+# ``{port: :8080}``, ``[?x]``.
+_FLOW_UNSAFE = re.compile(r"^[:?]\S|:\?")
 
 
 class GoOctalInt(int):
@@ -76,6 +80,15 @@ def _float_text(text: str) -> float | None:
 _Representer.add_representer(GoOctalInt, _Representer.represent_go_octal)
 _Representer.add_representer(ScalarFloat, _Representer.represent_exact_float)
 
+
+class _Emitter(Emitter):
+    def choose_scalar_style(self) -> Any:
+        style = super().choose_scalar_style()
+        if style == "" and self.flow_level and _FLOW_UNSAFE.search(self.event.value):
+            return "'" if self.analysis.allow_single_quoted else '"'
+        return style
+
+
 _INSTANCE: YAML | None = None
 
 
@@ -86,6 +99,7 @@ def instance() -> YAML:
         rt.Resolver = _Resolver
         rt.Constructor = _Constructor
         rt.Representer = _Representer
+        rt.Emitter = _Emitter
         rt.preserve_quotes = True
         rt.width = 1 << 30  # never fold long strings: folding is churn in a kpt diff
         rt.indent(mapping=2, sequence=2, offset=0)

@@ -25,6 +25,7 @@ settings.register_profile(
 settings.register_profile(
     "long",
     deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -56,7 +56,7 @@ def test_yaml_shaped_text(name: str, prefix: str, text: str, mode: str | None) -
     _assert_clean(name, (prefix + text).encode(), mode)
 
 
-@settings(max_examples=examples(100))
+@settings(max_examples=examples(80))
 @given(name=st.sampled_from(list(TARGETS)), seed=st.integers(0, 2**32), mode=MODES)
 def test_mutated_resource_lists(name: str, seed: int, mode: str | None) -> None:
     data, _ = mutate(random.Random(seed), SEEDS[name])

@@ -80,7 +80,7 @@ def check_properties(spec: Spec, text: str, mode: str) -> None:
 
 @pytest.mark.parametrize("spec", SPECS, ids=IDS)
 def test_valid_idempotent_deterministic_and_faithful(spec: Spec) -> None:
-    @settings(max_examples=examples(30))
+    @settings(max_examples=examples(20))
     @given(cases(spec))
     def prop(case: tuple[str, str]) -> None:
         check_properties(spec, *case)

@@ -110,3 +110,15 @@ def test_tagged_binary_secret_data_hashes_like_its_text() -> None:
         return out.split("krmfn.dev/config-checksum: ")[1].split()[0]
 
     assert checksum("!!binary aGVsbG8=") == checksum("aGVsbG8=")
+
+
+@pytest.mark.parametrize("value", [":8080", "?x", "::a", ":-", "a:?"])
+def test_fidelity_path_quotes_flow_scalars_go_yaml_cannot_read(value: str) -> None:
+    # ruamel wrote {port: :8080}, which kpt (go-yaml) and libyaml refuse: "did not find expected node".
+    doc = load("m: {port: x, other: 1}\ns: [x, 1]\nblock: :keep\n", "fidelity", Limits())
+    doc["m"]["port"] = value
+    doc["s"][0] = value
+    text = dump(doc, "fidelity")
+    again = load(text, "fast", Limits())
+    assert (again["m"]["port"], again["s"][0], again["block"]) == (value, value, ":keep")
+    assert "block: :keep\n" in text  # block context needs no quotes: untouched text stays as it was
