@@ -116,7 +116,7 @@ def run_atheris(names: list[str], seconds: float, tally: Tally) -> None:
 
 
 def atheris_worker(name: str, argv: list[str]) -> None:
-    import atheris
+    import atheris  # type: ignore[import-untyped]  # optional: pip install atheris
 
     function = targets()[name]  # imports every function module, so that instrument_all() sees them
     atheris.instrument_all()

@@ -81,7 +81,7 @@ def _secret_in_message() -> bool:
 def _input_holding_expression() -> bool:
     first, _ = _render(_render_list("<< inputs.level >>", {"tag": "1.2", "level": "<< inputs.tag >>"}))
     second, _ = _render(first)
-    return load(first, "fast", Limits())["items"] != load(second, "fast", Limits())["items"]
+    return bool(load(first, "fast", Limits())["items"] != load(second, "fast", Limits())["items"])
 
 
 def _single_expression_length() -> bool:
