@@ -9,6 +9,8 @@
 2. Total: the same sequence with ``krmfn apply`` (the CLI, process start included) against a shell
    script of ``kubectl apply --server-side`` + ``kubectl wait`` (``kubectl rollout status`` for the
    Deployment) per step, on the same cluster, alternating, each run in a fresh namespace.
+3. Bulk: 1,000 ConfigMaps in one step, ``krmfn apply`` against ``kubectl apply --server-side``, each
+   run creating them in a fresh namespace, alternating.
 """
 
 from __future__ import annotations
@@ -135,6 +137,31 @@ def compare(cluster: Cluster, rounds: int, workdir: Path) -> tuple[list[float], 
     return ours, theirs
 
 
+def bulk(cluster: Cluster, rounds: int, workdir: Path, count: int) -> tuple[list[float], list[float]]:
+    manifest = workdir / "configmaps.yaml"
+    manifest.write_text(dump_all_fast([
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"config-{i:04d}"},
+         "data": {"level": "info", "index": str(i)}}
+        for i in range(count)
+    ]))  # fmt: skip
+    krmfn_bin = str(Path(sys.executable).parent / "krmfn")
+    kubectl = str(cache_dir() / "bin" / "kubectl")
+    ours, theirs = [], []
+    for n in range(rounds):
+        ns = fresh_namespace(cluster, "bulk-krmfn", n)
+        start = time.perf_counter()
+        argv = [krmfn_bin, "apply", "-f", str(manifest), "-n", ns, "--kubeconfig", str(cluster.kubeconfig)]
+        subprocess.run(argv, check=True, capture_output=True)
+        ours.append(time.perf_counter() - start)
+        ns = fresh_namespace(cluster, "bulk-kubectl", n)
+        argv = [kubectl, "--kubeconfig", str(cluster.kubeconfig), "-n", ns, "apply", "--server-side",
+                "--field-manager=bench", "-f", str(manifest)]  # fmt: skip
+        start = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True)
+        theirs.append(time.perf_counter() - start)
+    return ours, theirs
+
+
 def p95(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
@@ -146,10 +173,11 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="smoke mode: 2 sequences, 1 round")
     args = parser.parse_args()
-    sequences, rounds = (2, 1) if args.quick else (20, 5)
+    sequences, rounds, count = (2, 1, 20) if args.quick else (20, 5, 1000)
     with tempfile.TemporaryDirectory(prefix="krmfn-bench-") as tmp, Cluster(Path(tmp) / "cluster") as cluster:
         gaps = measure_gaps(cluster, sequences)
         ours, theirs = compare(cluster, rounds, Path(tmp))
+        bulk_ours, bulk_theirs = bulk(cluster, rounds, Path(tmp), count)
     ms = [g * 1000 for g in gaps]
     title = f"{len(ms)} boundaries over {sequences} sequences"
     print(f"### Step gap (healthy -> next step's first apply), {title}\n")
@@ -160,6 +188,12 @@ def main() -> None:
     for name, values in (("krmfn apply", ours), ("kubectl apply + wait script", theirs)):
         print(f"| {name} | {statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f} |")
     print(f"\nratio krmfn / kubectl (medians): {statistics.median(ours) / statistics.median(theirs):.2f}")
+    print(f"\n### {count:,} ConfigMaps in one step, {rounds} round(s), seconds\n")
+    print("| tool | median | min | max |\n|---|---:|---:|---:|")
+    for name, values in (("krmfn apply", bulk_ours), ("kubectl apply --server-side", bulk_theirs)):
+        print(f"| {name} | {statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f} |")
+    ratio = statistics.median(bulk_ours) / statistics.median(bulk_theirs)
+    print(f"\nratio krmfn / kubectl (medians): {ratio:.2f}")
 
 
 if __name__ == "__main__":

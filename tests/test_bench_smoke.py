@@ -26,3 +26,19 @@ def test_function_benchmarks_run_and_print_tables() -> None:
     for title in ("Cold start", "Each function alone", "kustomize build", "Rendering examples/staged-deploy"):
         assert f"### {title}" in proc.stdout
     assert "| `krmfn-hash-job-names` |" in proc.stdout
+
+
+@pytest.mark.cluster
+def test_runner_benchmarks_run_and_print_tables() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "runner_gap.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for title in ("### Step gap", "### 3-step sequence", "ConfigMaps in one step"):
+        assert title in proc.stdout
+    assert proc.stdout.count("ratio krmfn / kubectl (medians):") == 2
