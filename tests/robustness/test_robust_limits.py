@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from krmfn.registry import CANONICAL_ORDER, load
 from krmfn.yamlio import Mode
 from robustness.harness import PYTHON, ROOT, cli_env, output_problems, run_cli_many
 
@@ -121,3 +122,30 @@ def test_hostile_input_fails_fast_within_one_gib(case: str, mode: str) -> None:
     assert "Traceback" not in stderr and "MemoryError" not in stderr
     assert not output_problems(proc.stdout.decode(), proc.returncode)
     assert elapsed < 10, f"{case} took {elapsed:.1f} s"
+
+
+def _bomb_in_items(levels: int) -> str:
+    lines = ["    l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"    l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, levels)]
+    return (
+        HEAD
+        + "items:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: bomb}\n  extra:\n"
+        + "\n".join(lines)
+        + "\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: web}\n  spec:\n    template:\n"
+        + "      spec:\n        containers:\n"
+        + "        - {name: c, image: nginx, envFrom: [{configMapRef: {name: bomb}}]}\n"
+        + "        extra: *l4\n"
+    )
+
+
+@pytest.mark.parametrize("mode", ["fast", "fidelity"])
+@pytest.mark.parametrize("name", list(CANONICAL_ORDER))
+def test_aliases_under_the_limit_stay_aliases_in_the_output(name: str, mode: Mode) -> None:
+    """111 110 values through aliases in 1 KB are allowed; the output must keep them as aliases, not
+    write them all out (and a function walking them must stay fast)."""
+    text = _bomb_in_items(5)
+    started = time.monotonic()
+    out, code = load(name).process(text, mode)
+    assert time.monotonic() - started < 5
+    assert not output_problems(out, code, mode)
+    assert len(out) < 20 * len(text), f"output is {len(out)} characters for {len(text)} of input"
