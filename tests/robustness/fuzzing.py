@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import random
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -406,8 +407,13 @@ class Finding:
     data: bytes
 
 
-def check(target: str, function: Function[Any], data: bytes, mode: str | None = None) -> list[Finding]:
-    """Run the pure core and the CLI edge on ``data`` (decoded as Python decodes stdin); list what broke."""
+def check(
+    target: str, function: Function[Any], data: bytes, mode: str | None = None, bounded: bool = True
+) -> list[Finding]:
+    """Run the pure core and the CLI edge on ``data`` (decoded as Python decodes stdin); list what broke.
+
+    ``bounded=False`` leaves time bounds to the caller (libFuzzer's -timeout owns SIGALRM under atheris).
+    """
     text = data.decode("utf-8", "surrogateescape")
     found: list[Finding] = []
 
@@ -415,7 +421,7 @@ def check(target: str, function: Function[Any], data: bytes, mode: str | None = 
         found.append(Finding(target, kind, detail[:2000], data))
 
     try:
-        with time_bound(time_limit(data)):
+        with time_bound(time_limit(data)) if bounded else nullcontext():
             out, code = function.process(text, mode)
     except Hang as err:
         finding("hang", str(err))
@@ -432,7 +438,7 @@ def check(target: str, function: Function[Any], data: bytes, mode: str | None = 
     stdout, stderr = io.StringIO(), io.StringIO()
     argv = ["--yaml", mode] if mode else []
     try:
-        with time_bound(time_limit(data)):
+        with time_bound(time_limit(data)) if bounded else nullcontext():
             cli_code = function.main(argv, io.StringIO(text), stdout, stderr)
     except Hang as err:
         finding("hang", f"CLI edge: {err}")
