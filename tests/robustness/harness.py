@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 
 
-class Hang(Exception):
-    """A call ran past its time bound."""
+class Hang(BaseException):
+    """A call ran past its time bound (a BaseException, so the runtime's catch-all cannot swallow it)."""
 
 
 @contextmanager
