@@ -21,89 +21,15 @@ from typing import Any, Literal
 import yaml
 from yaml.cyaml import CEmitter, CParser  # type: ignore[attr-defined]
 
+from krmfn import yamlfast
 from krmfn.errors import DuplicateKeyError, LimitExceededError, YAMLSyntaxError
 from krmfn.limits import Limits
 
 Mode = Literal["fast", "fidelity"]
 
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
-_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
-# go-yaml v3 (kustomize, kpt) strips underscores and parses with Go's base prefixes, 0755 included.
-_INT = re.compile(r"^(?:[-+]?[0-9][0-9_]*|[-+]?0o[0-7_]+|[-+]?0x[0-9a-fA-F_]+|[-+]?0b[01_]+)$")
-_FLOAT = re.compile(
-    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
-)
+class _FastDumper(CEmitter, yaml.representer.SafeRepresenter, yamlfast._QuotingResolver):
+    """PyYAML's own dumper, for the rare document holding a type the event dumper does not handle."""
 
-
-class _CoreResolver(yaml.resolver.BaseResolver):
-    """YAML 1.2 core schema plus merge keys (both go-yaml v3 and Kubernetes honour ``<<``)."""
-
-
-for _tag, _regexp, _first in (
-    ("tag:yaml.org,2002:bool", _BOOL, "tTfF"),
-    ("tag:yaml.org,2002:null", _NULL, ["~", "n", "N", ""]),
-    ("tag:yaml.org,2002:int", _INT, "-+0123456789"),
-    ("tag:yaml.org,2002:float", _FLOAT, "-+0123456789."),
-    (_MERGE_TAG, re.compile(r"^<<$"), "<"),
-):
-    _CoreResolver.add_implicit_resolver(_tag, _regexp, list(_first))
-
-
-class _StrictConstructor(yaml.constructor.SafeConstructor):
-    """SafeConstructor that refuses duplicate keys and reads ints the way Kubernetes does."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[str] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == _MERGE_TAG or not isinstance(key_node, yaml.ScalarNode):
-                continue
-            if key_node.value in seen:
-                mark = key_node.start_mark
-                raise DuplicateKeyError(
-                    f"duplicate key {key_node.value!r} at line {mark.line + 1}, column {mark.column + 1}"
-                )
-            seen.add(key_node.value)
-        return super().construct_mapping(node, deep=deep)
-
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-        text = str(self.construct_scalar(node)).replace("_", "")
-        sign = -1 if text.startswith("-") else 1
-        digits = text.lstrip("+-")
-        for prefix, base in (("0o", 8), ("0x", 16), ("0b", 2)):
-            if digits.startswith(prefix):
-                return sign * int(digits[2:], base)
-        if len(digits) > 1 and digits.startswith("0"):  # octal, as Go and Kubernetes read it
-            return sign * int(digits, 8) if set(digits) <= set("01234567") else sign * int(digits)
-        return sign * int(digits)
-
-
-_StrictConstructor.add_constructor("tag:yaml.org,2002:int", _StrictConstructor.construct_yaml_int)  # type: ignore[type-var]
-# Timestamps stay strings: Kubernetes has no timestamp scalar, and PyYAML would return datetime objects.
-_StrictConstructor.add_constructor(  # type: ignore[type-var]
-    "tag:yaml.org,2002:timestamp", yaml.constructor.SafeConstructor.construct_yaml_str
-)
-
-
-class _FastLoader(CParser, _StrictConstructor, _CoreResolver):
-    def __init__(self, stream: str) -> None:
-        CParser.__init__(self, stream)
-        _StrictConstructor.__init__(self)
-        _CoreResolver.__init__(self)
-
-
-class _QuotingResolver(yaml.resolver.Resolver):
-    """YAML 1.1 plus 1.2 core: a string either reader would take for something else gets quoted."""
-
-
-for _tag, _regexp, _first in (
-    ("tag:yaml.org,2002:int", _INT, "-+0123456789"),
-    ("tag:yaml.org,2002:float", _FLOAT, "-+0123456789."),
-):
-    _QuotingResolver.add_implicit_resolver(_tag, _regexp, list(_first))
-
-
-class _FastDumper(CEmitter, yaml.representer.SafeRepresenter, _QuotingResolver):
     def __init__(self, stream: Any, **kwargs: Any) -> None:
         CEmitter.__init__(
             self,
@@ -113,7 +39,7 @@ class _FastDumper(CEmitter, yaml.representer.SafeRepresenter, _QuotingResolver):
             explicit_start=kwargs.get("explicit_start"),
         )
         yaml.representer.SafeRepresenter.__init__(self, default_flow_style=False, sort_keys=False)
-        _QuotingResolver.__init__(self)
+        yamlfast._QuotingResolver.__init__(self)
 
 
 def _represent_str(dumper: yaml.representer.SafeRepresenter, value: str) -> yaml.ScalarNode:
@@ -258,11 +184,7 @@ def _not_utf8(text: str) -> str:
 
 
 def _load_fast(text: str) -> Any:
-    loader = _FastLoader(text)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
+    return yamlfast.load_single(text)
 
 
 def _load_fidelity(text: str) -> Any:
@@ -298,6 +220,9 @@ def dump(doc: Any, mode: Mode) -> str:
 
 
 def dump_fast(doc: Any, explicit_start: bool = False) -> str:
+    fast = yamlfast.dump(doc, explicit_start)
+    if fast is not None:
+        return fast
     text: str = yaml.dump(doc, Dumper=_FastDumper, width=1 << 30, explicit_start=explicit_start)
     return text
 
@@ -306,19 +231,15 @@ def load_all_fast(text: str, limits: Limits | None = None) -> Iterator[Any]:
     """Parse a multi-document stream (manifests on disk or from ``kustomize build``)."""
     limits = limits or Limits()
     check_size(text, limits)
-    loader = _FastLoader(text)
     aliases = _aliases_possible(text)
     try:
-        while loader.check_data():  # type: ignore[no-untyped-call]
-            doc = loader.get_data()
+        for doc in yamlfast.load_all(text):
             check_expanded(doc, limits, aliases)
             yield doc
     except (DuplicateKeyError, LimitExceededError):
         raise
     except yaml.YAMLError as err:
         raise YAMLSyntaxError(_describe_yaml_error(err)) from None
-    finally:
-        loader.dispose()
 
 
 def dump_all_fast(docs: list[Any]) -> str:
