@@ -179,3 +179,17 @@ def test_the_chain_in_canonical_order_leaks_nothing(mode: str) -> None:
         assert not leaks(out), (name, out)
         assert not output_problems(out, code, "fast")
         objects = load_yaml(out, "fast", Limits())["items"]
+
+
+@pytest.mark.parametrize("mode", ["fast", "fidelity"])
+def test_a_duplicate_key_in_a_secret_does_not_quote_its_values(mode: str) -> None:
+    # ruamel's message was: found duplicate key "password" with value "<second>" (original value: "<first>").
+    text = (
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+        "- apiVersion: v1\n  kind: Secret\n  metadata: {name: s}\n  stringData:\n"
+        f"    password: {PLAIN}\n    password: {ENCODED}\n"
+    )
+    (run,) = run_cli_many([("set-steps", text.encode(), ("--yaml", mode), {})])
+    assert run.code == 1
+    assert "duplicate key 'password' at line 9" in run.stderr.decode()
+    assert not leaks(run.stdout.decode(), run.stderr.decode())
