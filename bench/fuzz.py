@@ -31,6 +31,7 @@ sys.path[:] = [str(ROOT), str(ROOT / "tests")] + [
 from robustness.fuzzing import Finding, check, mutate, seed_text, targets  # noqa: E402
 
 MODES = (None, "fast", "fidelity")
+ATHERIS_OUT = Path("/tmp/krmfn-fuzz-atheris")
 
 
 class Tally:
@@ -99,6 +100,7 @@ def run_atheris(names: list[str], seconds: float, tally: Tally) -> None:
                 f"-max_total_time={each}",
                 "-rss_limit_mb=2048",
                 "-timeout=10",
+                f"-artifact_prefix={ATHERIS_OUT}/",
             ],
             capture_output=True,
             text=True,
@@ -111,9 +113,13 @@ def run_atheris(names: list[str], seconds: float, tally: Tally) -> None:
             if line.startswith("FINDING\t"):
                 _, kind, detail, path = line.split("\t", 3)
                 tally.record([Finding(name, kind, detail, Path(path).read_bytes())])
-        if proc.returncode not in (0, 1) and "FINDING" not in proc.stdout:
-            tail = proc.stderr.strip().splitlines()[-3:]
-            tally.record([Finding(name, "fuzzer-crash", " | ".join(tail), b"")])
+        # libFuzzer's own verdicts (timeout, out of memory, uncaught exception), with its saved input;
+        # other non-zero exits are interpreter teardown noise after max_total_time.
+        verdict = re.search(r"ERROR: libFuzzer: (.*)|Uncaught Python exception: (.*)", proc.stderr)
+        if verdict and "FINDING" not in proc.stdout:
+            saved = re.search(r"Test unit written to (\S+)", proc.stderr)
+            data = Path(saved.group(1)).read_bytes() if saved and Path(saved.group(1)).exists() else b""
+            tally.record([Finding(name, "libfuzzer", (verdict.group(1) or verdict.group(2)).strip(), data)])
 
 
 def atheris_worker(name: str, argv: list[str]) -> None:
@@ -122,7 +128,7 @@ def atheris_worker(name: str, argv: list[str]) -> None:
     function = targets()[name]  # imports every function module, so that instrument_all() sees them
     atheris.instrument_all()
     seed = seed_text(function).encode()
-    out = Path("/tmp/krmfn-fuzz-atheris")
+    out = ATHERIS_OUT
     out.mkdir(parents=True, exist_ok=True)
 
     def mutator(data: bytes, max_size: int, seed_value: int) -> bytes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import resource
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -106,6 +107,21 @@ def _custom_tags() -> bool:
     return PARSER.process(text, "fidelity")[1] != PARSER.process(text, "fast")[1]
 
 
+def _alias_walk_cost() -> bool:
+    from functions.set_image import FUNCTION
+
+    levels = ["    l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    levels += [f"    l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * (16 if i == 6 else 10))}]" for i in range(1, 7)]
+    text = (
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+        "- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: d}\n  spec:\n"
+        "   template:\n    spec:\n     containers: [{name: c, image: nginx}]\n" + "\n".join(levels) + "\n"
+    )
+    started = time.monotonic()
+    FUNCTION.process(text)
+    return time.monotonic() - started > 2
+
+
 KNOWN = [
     Known(
         "render-inputs: `~` concatenation is unbounded (memory bomb)",
@@ -138,6 +154,12 @@ KNOWN = [
         "functions/render_inputs/engine.py render (checks len only for multi-piece strings)",
         "data.x: << 'ab' * 131072 ~ 'c' >>  # 262145 characters accepted, MAX_STRING is 262144",
         _single_expression_length,
+    ),
+    Known(
+        "SDK: 18M alias-expanded values (under KRMFN_MAX_NODES) cost seconds to walk",
+        "krmfn/limits.py max_nodes default 20M; go-yaml v3 (kpt, kustomize) refuses excessive aliasing",
+        "a 700-byte Deployment with a 7-level alias bomb in its pod spec: set-image 7 s, render-inputs 6 s",
+        _alias_walk_cost,
     ),
     Known(
         "SDK: a recursive alias is null on the fidelity path, an error on the fast path",
