@@ -70,8 +70,10 @@ def check_expanded(doc: Any, limits: Limits, aliases_possible: bool = True) -> N
         return
     measured: dict[int, tuple[int, int]] = {}
     active: set[int] = set()
+    written = 0  # values as written in the text, each shared subtree counted once
 
     def measure(value: Any) -> tuple[int, int]:
+        nonlocal written
         if not isinstance(value, (dict, list)):
             return 1, 0
         key = id(value)
@@ -81,6 +83,7 @@ def check_expanded(doc: Any, limits: Limits, aliases_possible: bool = True) -> N
             raise LimitExceededError("input contains a recursive YAML alias")
         active.add(key)
         children = value.values() if isinstance(value, dict) else value
+        written += len(children) + 1
         size, height = 1, 0
         for child in children:
             child_size, child_height = measure(child)
@@ -98,7 +101,17 @@ def check_expanded(doc: Any, limits: Limits, aliases_possible: bool = True) -> N
         measured[key] = (size, height)
         return size, height
 
-    measure(doc)
+    size, _ = measure(doc)
+    # kpt and kustomize (go-yaml v3) refuse documents that are mostly alias expansions; so does krmfn,
+    # since every consumer would walk the expanded values.
+    if size > _ALIAS_FLOOR and size > _ALIAS_RATIO * written:
+        raise LimitExceededError(
+            f"input contains excessive aliasing: {written} values as written expand to {size}"
+        )
+
+
+_ALIAS_FLOOR = 100_000
+_ALIAS_RATIO = 10
 
 
 def _check_depth(doc: Any, limits: Limits) -> None:

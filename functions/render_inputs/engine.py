@@ -21,11 +21,20 @@ from typing import Any
 # shell script is not an expression.
 EXPRESSION = re.compile(r"<<(\s[^\n]*?\s)>>")
 MAX_STRING = 256 * 1024
+# Bounds what one expression can build: `~` joins are compiled to a plain string join the sandbox
+# cannot intercept, so the number of terms is bounded through the length of the source.
+MAX_EXPRESSION = 1024
 _MAX_POWER_BITS = 4096
 
 
 class RenderError(Exception):
-    """An expression that cannot be rendered; the message names the expression and the reason."""
+    """An expression that cannot be rendered. ``str()`` names the expression and the reason;
+    ``reason`` alone never quotes the expression (for Secret values)."""
+
+    def __init__(self, reason: str, expression: str = "") -> None:
+        super().__init__(f"{expression}: {reason}" if expression else reason)
+        self.reason = reason
+        self.expression = expression
 
 
 def has_expression(text: str) -> bool:
@@ -39,10 +48,18 @@ def render(text: str, inputs: Mapping[str, Any]) -> Any:
     if not matches:
         return text
     if len(matches) == 1 and matches[0].span() == (0, len(text)):
-        return _native(_evaluate(matches[0], inputs), matches[0].group(0))
+        found = matches[0]
+        try:
+            return _native(_check(_evaluate(found, inputs)), found.group(0))
+        except RenderError as err:
+            raise RenderError(err.reason, err.expression or found.group(0)) from None
     pieces, last = [], 0
     for found in matches:
-        pieces += [text[last : found.start()], to_text(_evaluate(found, inputs), found.group(0))]
+        try:
+            piece = to_text(_evaluate(found, inputs), found.group(0))
+        except RenderError as err:
+            raise RenderError(err.reason, err.expression or found.group(0)) from None
+        pieces += [text[last : found.start()], piece]
         last = found.end()
     pieces.append(text[last:])
     result = "".join(pieces)
@@ -55,16 +72,23 @@ def _evaluate(found: re.Match[str], inputs: Mapping[str, Any]) -> Any:
     from jinja2 import TemplateError
 
     source = found.group(1).strip()
+    expression = found.group(0)
+    if len(source) > MAX_EXPRESSION:
+        raise RenderError(f"the expression is over {MAX_EXPRESSION} characters", expression)
     try:
         value = _compile(source)(inputs=inputs)
         _defined(value)
         return value
     except TemplateError as err:
-        raise RenderError(f"{found.group(0)}: {err.message or type(err).__name__}") from None
+        raise RenderError(err.message or type(err).__name__, expression) from None
     except RenderError as err:
-        raise RenderError(f"{found.group(0)}: {err}") from None
+        raise RenderError(err.reason, expression) from None
+    except RecursionError:
+        raise RenderError("the expression nests too deeply", expression) from None
+    except MemoryError:
+        raise RenderError("the expression needs too much memory", expression) from None
     except (ArithmeticError, ValueError, TypeError, LookupError) as err:
-        raise RenderError(f"{found.group(0)}: {type(err).__name__}: {err}") from None
+        raise RenderError(f"{type(err).__name__}: {err}", expression) from None
 
 
 @cache
@@ -82,7 +106,7 @@ def _native(value: Any, source: str) -> Any:
         return {str(k): _native(v, source) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_native(v, source) for v in value]
-    raise RenderError(f"{source}: gives a {type(value).__name__}, not data")
+    raise RenderError(f"gives a {type(value).__name__}, not data", source)
 
 
 def to_text(value: Any, source: str = "") -> str:

@@ -8,7 +8,7 @@ from typing import Any
 from functions.render_inputs import engine
 from functions.render_inputs.config import RenderInputsConfig
 from krmfn import ResourceList
-from krmfn.kobj import Obj, is_local_config, set_scalar
+from krmfn.kobj import Obj, is_local_config, set_scalar, walk_strings
 from krmfn.yamlio import plain
 
 
@@ -38,6 +38,13 @@ def collect_inputs(rl: ResourceList, config: RenderInputsConfig) -> dict[str, An
             ok = False
             continue
         merged.update({str(k): v for k, v in plain(data).items()})
+    for _, _, path in (hit for hit in walk_strings(merged) if engine.has_expression(hit[0][hit[1]])):
+        # The rendered value would hold the expression, and the next render would evaluate it.
+        rl.results.error(
+            "an input value holds a << >> expression; inputs are values, not templates",
+            field=f"inputs.{path}",
+        )
+        ok = False
     return merged if ok else None
 
 
@@ -67,7 +74,9 @@ class _Renderer:
         try:
             value = engine.render(text, self.inputs)
         except engine.RenderError as err:
-            self.rl.results.error(str(err), self.obj, field=path)
+            # In a Secret the expression is the Secret's value: report why, never what.
+            message = err.reason if self.obj.get("kind") == "Secret" else str(err)
+            self.rl.results.error(message, self.obj, field=path)
             return False, text
         self.rendered += 1
         return True, value
