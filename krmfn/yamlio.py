@@ -27,6 +27,7 @@ from krmfn.limits import Limits
 
 Mode = Literal["fast", "fidelity"]
 
+
 class _FastDumper(CEmitter, yaml.representer.SafeRepresenter, yamlfast._QuotingResolver):
     """PyYAML's own dumper, for the rare document holding a type the event dumper does not handle."""
 
