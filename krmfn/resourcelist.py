@@ -17,7 +17,9 @@ MODE_ENV = "KRMFN_YAML"
 # kpt records each file's sequence indentation so it can write files back; kustomize (which shares the
 # other bookkeeping annotations with kpt) never sets it. Its presence means `kpt fn render|eval`.
 _KPT_MARKERS = ("internal.config.kubernetes.io/seqindent",)
-_FIDELITY_MAX_BYTES = 16 * 1024 * 1024  # past this the round-trip parser costs more than the diff is worth
+# ruamel's round trip reads ~200 items/s and holds ~90 KB per item (BENCHMARKS.md): past ~1,600 items
+# a kpt render would take seconds per function and hundreds of MB, so large lists take the fast path.
+FIDELITY_MAX_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -39,7 +41,7 @@ def choose_mode(text: str, requested: str | None = None) -> Mode:
         return choice  # type: ignore[return-value]
     if choice != "auto":
         raise ResourceListError(f"{MODE_ENV}={choice!r}: expected fast, fidelity or auto")
-    if len(text) <= _FIDELITY_MAX_BYTES and any(marker in text for marker in _KPT_MARKERS):
+    if len(text) <= FIDELITY_MAX_BYTES and any(marker in text for marker in _KPT_MARKERS):
         return "fidelity"
     return "fast"
 
