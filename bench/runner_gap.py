@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -114,27 +115,45 @@ $k wait --for=condition=complete job/cache-warmup --timeout=60s >/dev/null
 """
 
 
+def alternate(
+    cluster: Cluster, rounds: int, label: str, ours: list[str], theirs: Callable[[str], list[str]]
+) -> tuple[list[float], list[float]]:
+    """Seconds per round for ``krmfn apply <ours>`` and for ``theirs(namespace)``, alternating, each run in
+    a fresh namespace of its own."""
+    krmfn = [
+        str(Path(sys.executable).parent / "krmfn"),
+        "apply",
+        *ours,
+        "--kubeconfig",
+        str(cluster.kubeconfig),
+    ]
+    krmfn_times, their_times = [], []
+    for n in range(rounds):
+        for command, times, who in ((lambda ns: [*krmfn, "-n", ns], krmfn_times, "krmfn"),
+                                    (theirs, their_times, "kubectl")):  # fmt: skip
+            ns = fresh_namespace(cluster, f"{label}-{who}", n)
+            start = time.perf_counter()
+            subprocess.run(command(ns), check=True, capture_output=True)
+            times.append(time.perf_counter() - start)
+    return krmfn_times, their_times
+
+
 def compare(cluster: Cluster, rounds: int, workdir: Path) -> tuple[list[float], list[float]]:
     docs = sequence()
     manifest = workdir / "all.yaml"
     manifest.write_text(dump_all_fast(docs))
     for i, doc in enumerate(docs):
         (workdir / f"{i}.yaml").write_text(dump_all_fast([doc]))
-    krmfn_bin = str(Path(sys.executable).parent / "krmfn")
     kubectl = str(cache_dir() / "bin" / "kubectl")
-    ours, theirs = [], []
-    for n in range(rounds):
-        ns = fresh_namespace(cluster, "krmfn", n)
-        start = time.perf_counter()
-        argv = [krmfn_bin, "apply", "-f", str(manifest), "-n", ns, "--kubeconfig", str(cluster.kubeconfig)]
-        subprocess.run(argv, check=True, capture_output=True)
-        ours.append(time.perf_counter() - start)
-        ns = fresh_namespace(cluster, "kubectl", n)
-        script = KUBECTL_SCRIPT.format(kubectl=kubectl, kubeconfig=cluster.kubeconfig, ns=ns, dir=workdir)
-        start = time.perf_counter()
-        subprocess.run(["bash", "-c", script], check=True, capture_output=True)
-        theirs.append(time.perf_counter() - start)
-    return ours, theirs
+
+    def script(ns: str) -> list[str]:
+        return [
+            "bash",
+            "-c",
+            KUBECTL_SCRIPT.format(kubectl=kubectl, kubeconfig=cluster.kubeconfig, ns=ns, dir=workdir),
+        ]
+
+    return alternate(cluster, rounds, "seq", ["-f", str(manifest)], script)
 
 
 def bulk(cluster: Cluster, rounds: int, workdir: Path, count: int) -> tuple[list[float], list[float]]:
@@ -144,22 +163,13 @@ def bulk(cluster: Cluster, rounds: int, workdir: Path, count: int) -> tuple[list
          "data": {"level": "info", "index": str(i)}}
         for i in range(count)
     ]))  # fmt: skip
-    krmfn_bin = str(Path(sys.executable).parent / "krmfn")
     kubectl = str(cache_dir() / "bin" / "kubectl")
-    ours, theirs = [], []
-    for n in range(rounds):
-        ns = fresh_namespace(cluster, "bulk-krmfn", n)
-        start = time.perf_counter()
-        argv = [krmfn_bin, "apply", "-f", str(manifest), "-n", ns, "--kubeconfig", str(cluster.kubeconfig)]
-        subprocess.run(argv, check=True, capture_output=True)
-        ours.append(time.perf_counter() - start)
-        ns = fresh_namespace(cluster, "bulk-kubectl", n)
-        argv = [kubectl, "--kubeconfig", str(cluster.kubeconfig), "-n", ns, "apply", "--server-side",
+
+    def server_side(ns: str) -> list[str]:
+        return [kubectl, "--kubeconfig", str(cluster.kubeconfig), "-n", ns, "apply", "--server-side",
                 "--field-manager=bench", "-f", str(manifest)]  # fmt: skip
-        start = time.perf_counter()
-        subprocess.run(argv, check=True, capture_output=True)
-        theirs.append(time.perf_counter() - start)
-    return ours, theirs
+
+    return alternate(cluster, rounds, "bulk", ["-f", str(manifest)], server_side)
 
 
 def p95(values: list[float]) -> float:
