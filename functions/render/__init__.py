@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from krmfn import Function, ResourceList
-from krmfn.config import API_VERSION, from_configmap, yaml_key
+from krmfn.config import API_VERSION, yaml_key
 from krmfn.errors import ConfigError
 from krmfn.pipeline import Step, load_function, run
 from krmfn.registry import CANONICAL_ORDER
@@ -87,18 +87,11 @@ def render(rl: ResourceList, config: RenderConfig) -> None:
         rl.results.info(f"ran {len(ran)} function(s): {', '.join(ran)}")
 
 
-def read_configmap(data: dict[str, Any]) -> RenderConfig:
-    """The ConfigMap form (``kpt fn eval --exec krmfn-render -- 'setImage={images: [...]}'``)."""
-    # Plain str: on the fidelity path values are ruamel string subclasses, which the YAML reading skips.
-    return from_configmap(RenderConfig, {k: str(v) if isinstance(v, str) else v for k, v in data.items()})
-
-
 FUNCTION = Function(
     name="render",
     kind="Render",
     config=RenderConfig,
     transform=render,
-    configmap=read_configmap,
     summary="run any of the krmfn functions in canonical order in one process",
     example="""
 apiVersion: fn.krmfn.dev/v1alpha1

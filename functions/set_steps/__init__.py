@@ -7,14 +7,11 @@ the final step) for the runner; optionally ``config.kubernetes.io/depends-on`` f
 
 from __future__ import annotations
 
-from typing import Any
-
 from functions.set_steps import dependson, runner_annotations
 from functions.set_steps.annotate import plan_depends_on, write_steps
 from functions.set_steps.config import SetStepsConfig, Step
 from functions.set_steps.plan import assign
 from krmfn import Function, ResourceList
-from krmfn.config import from_configmap
 from krmfn.kobj import is_local_config, set_annotation
 
 __all__ = ["FUNCTION", "SetStepsConfig", "Step", "main"]
@@ -43,22 +40,11 @@ def set_steps(rl: ResourceList, config: SetStepsConfig) -> None:
     rl.results.info(f"assigned {count} resource(s) to {len(config.steps)} step(s)")
 
 
-def read_configmap(data: dict[str, Any]) -> SetStepsConfig:
-    """The ConfigMap form; ``emit`` is a comma list like other list fields: ``emit: depends-on,argocd``."""
-    # Plain str: the fidelity path hands over ruamel string subclasses, which the YAML reading skips.
-    plain = {k: str(v) if isinstance(v, str) else v for k, v in data.items()}
-    emit = plain.get("emit")
-    if isinstance(emit, str) and not emit.lstrip().startswith("["):
-        plain["emit"] = [part.strip() for part in emit.split(",") if part.strip()]
-    return from_configmap(SetStepsConfig, plain)
-
-
 FUNCTION = Function(
     name="set-steps",
     kind="SetSteps",
     config=SetStepsConfig,
     transform=set_steps,
-    configmap=read_configmap,
     summary="assign resources to ordered steps (Flux Operator ResourceSet steps) as annotations",
     example="""
 apiVersion: fn.krmfn.dev/v1alpha1

@@ -5,7 +5,7 @@ A validator: it changes nothing and reports results (see rules.RULES for every r
 
 from __future__ import annotations
 
-from functions.validate_jobs.config import ValidateJobsConfig, read_configmap
+from functions.validate_jobs.config import ValidateJobsConfig
 from functions.validate_jobs.rules import RULES, check
 from krmfn import Function, ResourceList
 from krmfn.kobj import is_local_config
@@ -47,7 +47,6 @@ FUNCTION = Function(
     kind="ValidateJobs",
     config=ValidateJobsConfig,
     transform=validate_jobs,
-    configmap=read_configmap,
     summary="report Job and CronJob mistakes (restartPolicy, names, schedules, retries, TTL, deadlines)",
     example="""
 apiVersion: fn.krmfn.dev/v1alpha1

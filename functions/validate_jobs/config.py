@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from functions.validate_jobs.rules import RULES
-from krmfn.config import from_configmap
 from krmfn.errors import ConfigError
 
 Level = Literal["error", "warning", "info", "off"]
@@ -32,11 +31,3 @@ class ValidateJobsConfig:
 
     def level(self, rule: str) -> Level:
         return self.severity.get(rule, RULES[rule].severity)
-
-
-def read_configmap(data: dict[str, Any]) -> ValidateJobsConfig:
-    """The ConfigMap form (``kpt fn eval -- 'severity={ttl-unhashed-job: error}'``)."""
-    # Plain str: the fidelity path hands over ruamel string subclasses, which the YAML reading skips.
-    return from_configmap(
-        ValidateJobsConfig, {k: str(v) if isinstance(v, str) else v for k, v in data.items()}
-    )
