@@ -13,13 +13,9 @@ from dataclasses import dataclass, field
 from krmfn.duration import parse_duration
 from krmfn.errors import InputError
 from krmfn.kobj import Obj, annotations_of, ref_of
+from krmfn.runner.plan import STEP, STEP_INDEX, STEP_TIMEOUT, UNSTEPPED, WAIT
 
-STEP = "krmfn.dev/step"
-STEP_INDEX = "krmfn.dev/step-index"
-STEP_TIMEOUT = "krmfn.dev/step-timeout"
-WAIT = "krmfn.dev/wait"
 STEP_ANNOTATIONS = (STEP, STEP_INDEX, STEP_TIMEOUT, WAIT)
-UNSTEPPED = "default"
 
 
 @dataclass
