@@ -132,29 +132,34 @@ class Outcome:
     results: list[Result]
 
 
+def _unreadable(message: str, tags: dict[str, str] | None = None) -> Outcome:
+    """The output when there is no input to give back: an empty list with one error result."""
+    rl = ResourceList.empty()
+    rl.results.error(message, tags=tags or {})
+    return Outcome(serialize(rl, "fast"), 1, rl.results)
+
+
+def _internal(err: Exception) -> str:
+    if os.environ.get(DEBUG_ENV):
+        raise err
+    return f"internal error: {type(err).__name__}: {err} (set {DEBUG_ENV}=1 for a traceback)"
+
+
 def process_text(text: str, body: Callable[[ResourceList], None], mode: str | None = None) -> Outcome:
     """Parse, run ``body``, serialize; every failure becomes an error result and exit code 1."""
     try:
         chosen = choose_mode(text, mode)
         rl = parse(text, chosen, Limits.from_env())
     except InputError as err:
-        rl = ResourceList.empty()
-        rl.results.error(str(err), tags={"reason": type(err).__name__})
-        return Outcome(serialize(rl, "fast"), 1, rl.results)
+        return _unreadable(str(err), {"reason": type(err).__name__})
     except Exception as err:  # a bug in reading must not become a traceback either
-        if os.environ.get(DEBUG_ENV):
-            raise
-        rl = ResourceList.empty()
-        rl.results.error(f"internal error: {type(err).__name__}: {err} (set {DEBUG_ENV}=1 for a traceback)")
-        return Outcome(serialize(rl, "fast"), 1, rl.results)
+        return _unreadable(_internal(err))
     try:
         body(rl)
     except KrmfnError as err:
         rl.results.error(str(err))
     except Exception as err:  # a bug must still produce a valid ResourceList and a readable message
-        if os.environ.get(DEBUG_ENV):
-            raise
-        rl.results.error(f"internal error: {type(err).__name__}: {err} (set {DEBUG_ENV}=1 for a traceback)")
+        rl.results.error(_internal(err))
     return Outcome(serialize(rl, chosen), 1 if rl.results.has_errors else 0, rl.results)
 
 
@@ -186,9 +191,7 @@ def run_cli(  # noqa: PLR0917  # mirrors main()'s injectable streams
     try:
         outcome = process(stdin.read(), mode)
     except (UnicodeDecodeError, OSError) as err:
-        rl = ResourceList.empty()
-        rl.results.error(f"cannot read stdin: {err}", tags={"reason": "InputError"})
-        outcome = Outcome(serialize(rl, "fast"), 1, rl.results)
+        outcome = _unreadable(f"cannot read stdin: {err}", {"reason": "InputError"})
     try:
         stdout.write(outcome.text)
         stdout.flush()
