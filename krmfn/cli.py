@@ -14,7 +14,7 @@ from typing import NoReturn
 USAGE = """usage: krmfn <command> [args]
 
 commands:
-  fn NAME        run one function on a ResourceList from stdin (NAME: {names})
+  fn NAME        run one function on a ResourceList or a stream of objects from stdin (NAME: {names})
   render DIR     run DIR's Kptfile pipeline in-process and print the rendered stream
   plan           print the steps `krmfn apply` would run
   apply          apply a rendered stream step by step, wait for health, prune
@@ -79,7 +79,8 @@ def _fn(args: list[str]) -> int:
 
     if not args or args[0] in ("-h", "--help"):
         sys.stdout.write(
-            f"usage: krmfn fn NAME [--help] < resource-list.yaml\nNAME: {', '.join(CANONICAL_ORDER)}\n"
+            "usage: krmfn fn NAME [--yaml fast|fidelity|auto] [--fn-config FILE] < input.yaml\n"
+            f"NAME: {', '.join(CANONICAL_ORDER)}\n"
         )
         return 0 if args else 2
     try:

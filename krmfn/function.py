@@ -22,6 +22,7 @@ from krmfn.errors import ConfigError, InputError, KrmfnError
 from krmfn.limits import Limits
 from krmfn.resourcelist import ResourceList, choose_mode, parse, serialize
 from krmfn.results import Result
+from krmfn.yamlio import load_documents
 
 C = TypeVar("C")
 DEBUG_ENV = "KRMFN_DEBUG"
@@ -85,8 +86,15 @@ class Function(Generic[C]):
         outcome = self.outcome(text, mode)
         return outcome.text, outcome.code
 
-    def outcome(self, text: str, mode: str | None = None) -> Outcome:
-        return process_text(text, lambda rl: self.run(rl, rl.function_config), mode)
+    def outcome(self, text: str, mode: str | None = None, fn_config: Any = None) -> Outcome:
+        """``fn_config`` (from ``--fn-config``) replaces the input's functionConfig when given."""
+
+        def body(rl: ResourceList) -> None:
+            if fn_config is not None:
+                rl.function_config = rl.root["functionConfig"] = fn_config
+            self.run(rl, rl.function_config)
+
+        return process_text(text, body, mode)
 
     def main(
         self,
@@ -102,8 +110,12 @@ class Function(Generic[C]):
             f"krmfn-{self.name}: {self.summary}",
             "",
             f"usage: krmfn-{self.name} [--yaml fast|fidelity|auto] < resource-list.yaml",
+            f"       krmfn-{self.name} [--fn-config FILE] < manifests.yaml",
             "",
             "Reads a ResourceList (KRM Functions Specification) on stdin and writes it to stdout.",
+            "Reads a plain stream of KRM objects (`kustomize build`, manifest files) the same way and",
+            "writes a stream back; on an error it writes nothing and reports on stderr, so a pipe into",
+            "`kubectl apply -f -` applies nothing. --fn-config FILE replaces the input's functionConfig.",
             f"functionConfig: apiVersion {cfg.API_VERSION}, kind {self.kind},",
             self.configmap_help,
             "",
@@ -165,31 +177,42 @@ def process_text(text: str, body: Callable[[ResourceList], None], mode: str | No
 
 def run_cli(  # noqa: PLR0917  # mirrors main()'s injectable streams
     name: str,
-    process: Callable[[str, str | None], Outcome],
+    process: Callable[[str, str | None, Any], Outcome],
     help_text: str,
     argv: Sequence[str] | None,
     stdin: TextIO | None,
     stdout: TextIO | None,
     stderr: TextIO | None,
 ) -> int:
-    """The only place a function touches stdin, stdout and stderr."""
+    """The only place a function touches stdin, stdout, stderr and files."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     args = list(sys.argv[1:] if argv is None else argv)
     mode: str | None = None
+    config_file: str | None = None
     while args:
         arg = args.pop(0)
+        flag, has_value, value = arg.partition("=")
         if arg in ("-h", "--help"):
             stdout.write(help_text)
             return 0
-        if arg.startswith("--yaml="):
-            mode = arg.partition("=")[2]
-        elif arg == "--yaml" and args:
-            mode = args.pop(0)
+        if flag in ("--yaml", "--fn-config") and (has_value or args):
+            value = value if has_value else args.pop(0)
+            if flag == "--yaml":
+                mode = value
+            else:
+                config_file = value
         else:
             stderr.write(f"krmfn-{name}: unknown argument {arg!r}; see --help\n")
             return 2
+    fn_config = None
+    if config_file is not None:
+        try:
+            fn_config = read_fn_config(config_file)
+        except InputError as err:
+            stderr.write(f"krmfn-{name}: --fn-config {config_file}: {err}\n")
+            return 2
     try:
-        outcome = process(stdin.read(), mode)
+        outcome = process(stdin.read(), mode, fn_config)
     except (UnicodeDecodeError, OSError) as err:
         outcome = _unreadable(f"cannot read stdin: {err}", {"reason": "InputError"})
     try:
@@ -203,6 +226,21 @@ def run_cli(  # noqa: PLR0917  # mirrors main()'s injectable streams
         if result.severity != "info":
             stderr.write(f"krmfn-{name}: {result.describe()}\n")
     return outcome.code
+
+
+def read_fn_config(path: str) -> Any:
+    """One YAML document: the typed config object or a ConfigMap, as `kpt fn eval --fn-config` takes."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read: {getattr(err, 'strerror', None) or err}") from None
+    docs = [doc for doc in load_documents(text, Limits.from_env()) if doc is not None]
+    if len(docs) != 1:
+        raise InputError(f"expected one YAML document (a functionConfig), found {len(docs)}")
+    if not isinstance(docs[0], dict):
+        raise InputError("expected a YAML mapping (a functionConfig)")
+    return docs[0]
 
 
 def _silence(stream: TextIO) -> None:

@@ -10,7 +10,7 @@ from krmfn.errors import ResourceListError
 from krmfn.kobj import Obj, ref_of
 from krmfn.limits import Limits
 from krmfn.results import Results
-from krmfn.yamlio import Mode, dump, load
+from krmfn.yamlio import Mode, dump, dump_all_fast, load, load_documents
 
 API_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1")
 MODE_ENV = "KRMFN_YAML"
@@ -20,6 +20,7 @@ _KPT_MARKERS = ("internal.config.kubernetes.io/seqindent",)
 # ruamel's round trip reads ~200 items/s and holds ~90 KB per item (BENCHMARKS.md): past ~1,600 items
 # a kpt render would take seconds per function and hundreds of MB, so large lists take the fast path.
 FIDELITY_MAX_BYTES = 1024 * 1024
+_FIDELITY_HINT = " (a plain stream of objects is read on the fast path only)"
 
 
 @dataclass
@@ -28,6 +29,8 @@ class ResourceList:
     function_config: Any = None
     results: Results = field(default_factory=Results)
     root: dict[str, Any] = field(default_factory=dict)
+    stream: bool = False
+    """Read from a plain stream of objects (``kustomize build | fn``): written back as one."""
 
     @classmethod
     def empty(cls) -> ResourceList:
@@ -41,13 +44,62 @@ def choose_mode(text: str, requested: str | None = None) -> Mode:
         return choice  # type: ignore[return-value]
     if choice != "auto":
         raise ResourceListError(f"{MODE_ENV}={choice!r}: expected fast, fidelity or auto")
-    if len(text) <= FIDELITY_MAX_BYTES and any(marker in text for marker in _KPT_MARKERS):
+    if (
+        len(text) <= FIDELITY_MAX_BYTES
+        and any(marker in text for marker in _KPT_MARKERS)
+        and "ResourceList" in text
+    ):
         return "fidelity"
     return "fast"
 
 
 def parse(text: str, mode: Mode, limits: Limits) -> ResourceList:
-    doc = load(text, mode, limits)
+    """A ResourceList, or on the fast path a plain stream of KRM objects (what kyaml's reader accepts)."""
+    if mode == "fidelity":
+        return _resource_list(load(text, mode, limits), limits)
+    docs = [doc for doc in load_documents(text, limits) if doc is not None]
+    if not docs:
+        raise ResourceListError("no input: expected a ResourceList or a stream of KRM objects on stdin")
+    lists = [i for i, doc in enumerate(docs) if isinstance(doc, dict) and doc.get("kind") == "ResourceList"]
+    if len(docs) == 1 and (lists or not _looks_like_object(docs[0])):
+        return _resource_list(docs[0], limits)
+    if lists:
+        raise ResourceListError(
+            f"document {lists[0] + 1} is a ResourceList inside a stream of {len(docs)} documents; "
+            "a ResourceList must be the only document"
+        )
+    return _stream(docs, limits)
+
+
+def _looks_like_object(doc: Any) -> bool:
+    # A lone mapping without a kind is more likely a broken ResourceList than a broken object.
+    return isinstance(doc, dict) and "kind" in doc
+
+
+def _stream(docs: list[Any], limits: Limits) -> ResourceList:
+    _check_count(len(docs), limits)
+    for index, doc in enumerate(docs):
+        problem = _LIST_PROBLEM if _is_list(doc) else item_problem(doc)
+        if problem:
+            raise ResourceListError(f"document {index + 1}{_describe(doc)}: {problem}")
+    rl = ResourceList(items=docs, stream=True)
+    rl.root = {"apiVersion": API_VERSIONS[0], "kind": "ResourceList", "items": docs}
+    return rl
+
+
+_LIST_PROBLEM = "a List (as `kubectl get -o yaml` prints) is not read; give its items as separate documents"
+
+
+def _is_list(doc: Any) -> bool:
+    return isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list)
+
+
+def _check_count(count: int, limits: Limits) -> None:
+    if count > limits.max_items:
+        raise ResourceListError(f"{count} items is over the limit of {limits.max_items} (KRMFN_MAX_ITEMS)")
+
+
+def _resource_list(doc: Any, limits: Limits) -> ResourceList:
     if not isinstance(doc, dict):
         raise ResourceListError(
             "input is not a ResourceList: expected a YAML mapping with kind: ResourceList"
@@ -57,6 +109,7 @@ def parse(text: str, mode: Mode, limits: Limits) -> ResourceList:
             f"input is not a ResourceList: got apiVersion {doc.get('apiVersion')!r}, "
             f"kind {doc.get('kind')!r}; "
             f"expected kind ResourceList with apiVersion {' or '.join(API_VERSIONS)}"
+            + ("" if doc.get("kind") == "ResourceList" else _FIDELITY_HINT)
         )
     items = doc.get("items")
     if items is None:
@@ -64,10 +117,7 @@ def parse(text: str, mode: Mode, limits: Limits) -> ResourceList:
         doc["items"] = items
     if not isinstance(items, list):
         raise ResourceListError("ResourceList.items must be a list")
-    if len(items) > limits.max_items:
-        raise ResourceListError(
-            f"{len(items)} items is over the limit of {limits.max_items} (KRMFN_MAX_ITEMS)"
-        )
+    _check_count(len(items), limits)
     for index, item in enumerate(items):
         problem = item_problem(item)
         if problem:
@@ -97,11 +147,15 @@ def item_problem(item: Any) -> str:
 
 def _describe(item: Any) -> str:
     if isinstance(item, dict) and isinstance(item.get("kind"), str):
-        return f" ({ref_of(item)})"
+        return f" ({str(ref_of(item)).strip()})"
     return ""
 
 
 def serialize(rl: ResourceList, mode: Mode) -> str:
+    if rl.stream:
+        # A stream has nowhere to carry results, and whatever reads it (`kubectl apply -f -`) must not
+        # get objects a function refused: errors leave stdout empty and go to stderr only.
+        return "" if rl.results.has_errors else dump_all_fast(rl.items)
     root = rl.root or ResourceList.empty().root
     root["items"] = rl.items
     if rl.results:

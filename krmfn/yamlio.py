@@ -133,13 +133,22 @@ def _aliases_possible(text: str) -> bool:
 
 def load(text: str, mode: Mode, limits: Limits) -> Any:
     """Parse exactly one YAML document."""
+    return _parse(text, mode, limits, single=True)[0]
+
+
+def load_documents(text: str, limits: Limits) -> list[Any]:
+    """Parse every document of a stream on the fast path, each checked as ``load`` checks one."""
+    return _parse(text, "fast", limits, single=False)
+
+
+def _parse(text: str, mode: Mode, limits: Limits, single: bool) -> list[Any]:
     check_size(text, limits)
     try:
         if mode == "fast":
-            doc = _load_fast(text)
+            docs = [_load_fast(text)] if single else list(yamlfast.load_all(text))
         else:
             _check_flow_depth(text, limits)
-            doc = _load_fidelity(text)
+            docs = [_load_fidelity(text)]
     except (DuplicateKeyError, LimitExceededError):
         raise
     except RecursionError:
@@ -148,8 +157,10 @@ def load(text: str, mode: Mode, limits: Limits) -> Any:
         ) from None
     except Exception as err:  # both parsers raise many error types; all mean the same to a user
         raise YAMLSyntaxError(_not_utf8(text) or _describe_yaml_error(err)) from None
-    check_expanded(doc, limits, _aliases_possible(text))
-    return doc
+    aliases = _aliases_possible(text)
+    for doc in docs:
+        check_expanded(doc, limits, aliases)
+    return docs
 
 
 _OPEN_EVENTS = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
@@ -243,17 +254,7 @@ def dump_fast(doc: Any, explicit_start: bool = False) -> str:
 
 def load_all_fast(text: str, limits: Limits | None = None) -> Iterator[Any]:
     """Parse a multi-document stream (manifests on disk or from ``kustomize build``)."""
-    limits = limits or Limits()
-    check_size(text, limits)
-    aliases = _aliases_possible(text)
-    try:
-        for doc in yamlfast.load_all(text):
-            check_expanded(doc, limits, aliases)
-            yield doc
-    except (DuplicateKeyError, LimitExceededError):
-        raise
-    except yaml.YAMLError as err:
-        raise YAMLSyntaxError(_describe_yaml_error(err)) from None
+    yield from load_documents(text, limits or Limits())
 
 
 def dump_all_fast(docs: list[Any]) -> str:

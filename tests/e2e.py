@@ -192,6 +192,28 @@ def kustomization_for(package: Path, workdir: Path) -> Path:
     return target
 
 
+def kustomize_then_pipe(target: Path, kustomize: str) -> str:
+    """``kustomize build`` of ``target``'s resources only, then each of its functions in a plain pipe
+    (``... | krmfn-<name> --fn-config FILE``), as someone who runs the functions outside kustomize would."""
+    kustomization = next(load_all_fast((target / "kustomization.yaml").read_text()))
+    plain = target.parent / "kustomize-plain"
+    shutil.copytree(target, plain)
+    (plain / "kustomization.yaml").write_text(dump_fast({"resources": kustomization["resources"]}))
+    stream = run([kustomize, "build", str(plain)], plain).stdout
+    for name in [*kustomization.get("transformers", []), *kustomization.get("validators", [])]:
+        config = plain / name
+        spec = next(load_all_fast(config.read_text()))["metadata"]["annotations"]
+        exec_spec = next(load_all_fast(spec["config.kubernetes.io/function"]))["exec"]
+        args = [exec_spec["path"], *exec_spec.get("args", []), "--fn-config", str(config)]
+        proc = subprocess.run(
+            args, check=False, input=stream, cwd=plain, env=env(), capture_output=True, text=True, timeout=60
+        )
+        if proc.returncode != 0:
+            raise AssertionError(f"{' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+        stream = proc.stdout
+    return stream
+
+
 def _function_config(step: dict[str, Any], package: Path) -> dict[str, Any]:
     if "configPath" in step:
         config: dict[str, Any] = next(load_all_fast((package / step["configPath"]).read_text()))

@@ -6,8 +6,9 @@ kpt repository would hold it, so ``kpt fn render --allow-exec`` at the repositor
 reverse-applying it (``git apply -R`` in a scratch git repository), renders that with kpt and checks
 that the diff equals ``.expected/diff.patch``, the results equal ``.expected/results.yaml``, the
 rendered files equal the committed ones and a second render changes nothing. The derived source also
-runs under ``kustomize build --enable-alpha-plugins --enable-exec`` (generated kustomization) and must
-give the same objects. Every package has a ``.krmignore`` listing ``.expected/``: kpt reads hidden
+runs under ``kustomize build --enable-alpha-plugins --enable-exec`` (generated kustomization) and as a
+plain pipe (``kustomize build | krmfn-<name> --fn-config FILE | ...``), and both must give the same
+objects. Every package has a ``.krmignore`` listing ``.expected/``: kpt reads hidden
 directories too. A pipeline that fails on purpose is a fixture case under tests/fixtures/, not an
 example: a failing package would fail the root render.
 
@@ -32,6 +33,7 @@ from e2e import (
     git_diff,
     git_snapshot,
     kustomization_for,
+    kustomize_then_pipe,
     package_objects,
     run,
     strip_bookkeeping,
@@ -80,6 +82,10 @@ def test_example_under_kpt_and_kustomize(package: Path, tmp_path: Path) -> None:
     from_kustomize = by_identity([strip_bookkeeping(o) for o in load_all_fast(built.stdout) if o])
     from_kpt = by_identity(package_objects(source))
     assert from_kustomize == from_kpt, "kustomize and kpt rendered different objects"
+
+    piped = kustomize_then_pipe(target, kustomize)
+    from_pipe = by_identity([o for o in load_all_fast(piped) if o])
+    assert from_pipe == from_kpt, "kustomize build | functions rendered different objects than kpt"
 
 
 def test_every_example_package_ignores_its_expected_directory() -> None:

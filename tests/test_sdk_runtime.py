@@ -41,9 +41,9 @@ def run(text: str) -> tuple[dict, int]:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("", "not a ResourceList"),
+        ("", "no input: expected a ResourceList or a stream of KRM objects"),
         ("- a\n- b\n", "not a ResourceList"),
-        ("apiVersion: v1\nkind: List\nitems: []\n", "got apiVersion 'v1', kind 'List'"),
+        ("apiVersion: v2\nkind: ResourceList\nitems: []\n", "got apiVersion 'v2', kind 'ResourceList'"),
         (HEAD + "items: {}\n", "items must be a list"),
         (HEAD + "items: [hello]\n", r"items\[0\]: an item must be a mapping"),
         (
@@ -229,12 +229,20 @@ def test_unknown_flag_exits_2() -> None:
     ("text", "requested", "mode"),
     [
         ("items: []", None, "fast"),
-        ("internal.config.kubernetes.io/seqindent: compact", None, "fidelity"),
+        ("kind: ResourceList\ninternal.config.kubernetes.io/seqindent: compact", None, "fidelity"),
+        ("internal.config.kubernetes.io/seqindent: compact", None, "fast"),
         ("config.k8s.io/id: '1'", None, "fast"),
         ("internal.config.kubernetes.io/seqindent: compact", "fast", "fast"),
         ("items: []", "fidelity", "fidelity"),
     ],
-    ids=["plain-input-is-fast", "kpt-is-fidelity", "kustomize-is-fast", "flag-wins", "fidelity-on-request"],
+    ids=[
+        "plain-input-is-fast",
+        "kpt-is-fidelity",
+        "a-stream-with-kpt-annotations-is-fast",
+        "kustomize-is-fast",
+        "flag-wins",
+        "fidelity-on-request",
+    ],
 )
 def test_yaml_path_choice(text: str, requested: str | None, mode: str) -> None:
     assert choose_mode(text, requested) == mode

@@ -1,0 +1,93 @@
+"""`kustomize build | krmfn-<name> --fn-config FILE | kubectl apply -f -` against the real control plane."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+from e2e import ROOT, derive_source, env, tool
+
+from krmfn.yamlio import dump_fast, load_all_fast
+
+PACKAGE = ROOT / "examples" / "staged-deploy"
+
+
+def plain_kustomization(source: Path, namespace: str) -> list[str]:
+    """Resources only (the functions run in the pipe); returns the function config files in order."""
+    kustomization = next(load_all_fast((source / "kustomization.yaml").read_text()))
+    (source / "kustomization.yaml").write_text(
+        dump_fast({"resources": kustomization["resources"], "namespace": namespace})
+    )
+    return [*kustomization["transformers"], *kustomization["validators"]]
+
+
+def pipeline(source: Path, configs: list[str], kubeconfig: Path) -> subprocess.CompletedProcess[str]:
+    stages = [f"{shlex.quote(tool('kustomize'))} build ."]
+    for config in configs:
+        spec = next(load_all_fast((source / config).read_text()))["metadata"]["annotations"]
+        exec_path = next(load_all_fast(spec["config.kubernetes.io/function"]))["exec"]["path"]
+        stages.append(f"{exec_path} --fn-config {config}")
+    stages.append(f"{shlex.quote(tool('kubectl'))} --kubeconfig {kubeconfig} apply --server-side -f -")
+    return subprocess.run(
+        ["bash", "-o", "pipefail", "-c", " | ".join(stages)],
+        cwd=source,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_staged_deploy_pipe_applies_hashed_jobs_and_reapplies_cleanly(
+    kubeconfig: Path, namespace: str, tmp_path: Path
+) -> None:
+    source = derive_source(PACKAGE, tmp_path / "repo")
+    configs = plain_kustomization(source, namespace)
+    first = pipeline(source, configs, kubeconfig)
+    assert first.returncode == 0, first.stderr
+    applied = set(re.findall(r"^(\S+) serverside-applied$", first.stdout, re.MULTILINE))
+    jobs = sorted(name for name in applied if name.startswith("job.batch/"))
+    assert [re.sub(r"-[0-9a-f]{8}$", "-<hash>", name) for name in jobs] == [
+        "job.batch/cache-warmup-<hash>",
+        "job.batch/db-migration-<hash>",
+    ], first.stdout
+    assert any(name.startswith("deployment.apps/") for name in applied)
+    again = pipeline(source, configs, kubeconfig)
+    assert again.returncode == 0, again.stderr
+    assert set(re.findall(r"^(\S+) serverside-applied$", again.stdout, re.MULTILINE)) == applied
+
+
+def test_a_validation_error_in_the_pipe_applies_nothing(
+    kubeconfig: Path, namespace: str, tmp_path: Path
+) -> None:
+    source = derive_source(PACKAGE, tmp_path / "repo")
+    configs = plain_kustomization(source, namespace)
+    migration = source / "db-migration.yaml"
+    migration.write_text(migration.read_text().replace("restartPolicy: Never", "restartPolicy: Always"))
+    done = pipeline(source, configs, kubeconfig)
+    assert done.returncode != 0
+    assert "krmfn-validate-jobs: error:" in done.stderr
+    assert "restartPolicy" in done.stderr
+    assert "serverside-applied" not in done.stdout
+    listed = subprocess.run(
+        [
+            tool("kubectl"),
+            "--kubeconfig",
+            str(kubeconfig),
+            "get",
+            "all,configmaps",
+            "-n",
+            namespace,
+            "-o",
+            "name",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "job.batch/" not in listed.stdout
+    assert "deployment.apps/" not in listed.stdout
