@@ -4,8 +4,9 @@
     python bench/functions.py --quick    # smoke: tiny sizes, one repeat (the test suite runs this)
 
 Sections: cold start vs ``python -c pass``; each function alone on a ResourceList (fast and fidelity
-paths: items/s, peak RSS); kustomize build with the combined function vs its built-in ``images:`` vs the
-six functions as separate exec functions; ``krmfn render`` vs ``kpt fn render`` on the staged-deploy example.
+paths: items/s, peak RSS); kustomize build with its built-in ``images:`` vs the combined function piped
+after ``kustomize build``, as an exec transformer, a no-op exec transformer and the six functions as
+separate exec transformers; ``krmfn render`` vs ``kpt fn render`` on the staged-deploy example.
 """
 
 from __future__ import annotations
@@ -158,18 +159,32 @@ def throughput(sizes: list[int], repeats: int) -> None:
     )
 
 
-def kustomize_dirs(workdir: Path, size: int) -> dict[str, Path]:
-    gen.write_tree(workdir / "base", size)
-    variants: dict[str, Path] = {}
+BASELINE = "kustomize `images:` only"
+PIPE = "kustomize build \\| krmfn-render --fn-config (pipe)"
+RENDER_EXEC = "krmfn-render as an exec transformer"
+NOOP_EXEC = "no-op exec transformer (`cat`), for reference"
+SIX_EXEC = "six separate exec transformers"
+# Each exec transformer costs kustomize about as much as the no-op one (quadratic bookkeeping per
+# transformer), so at 10,000 six of them would take most of an hour: that row stops at 3,000.
+SIX_EXEC_MAX = 3_000
 
-    def variant(label: str, extra: dict[str, Any], files: dict[str, dict[str, Any]]) -> None:
-        target = workdir / label
+
+def kustomize_dirs(workdir: Path, size: int) -> dict[str, tuple[Path, list[str]]]:
+    """Per variant: the kustomization directory and the command to time (run with ``cwd`` there)."""
+    gen.write_tree(workdir / "base", size)
+    variants: dict[str, tuple[Path, list[str]]] = {}
+    build = ["build", "--enable-alpha-plugins", "--enable-exec", "."]
+
+    def variant(
+        label: str, extra: dict[str, Any], files: dict[str, dict[str, Any]], command: list[str]
+    ) -> None:
+        target = workdir / f"v{len(variants)}"
         target.mkdir()
         shutil.copy(workdir / "base" / "all.yaml", target / "all.yaml")
         for file_name, body in files.items():
             (target / file_name).write_text(dump_fast(body))
         (target / "kustomization.yaml").write_text(dump_fast({"resources": ["all.yaml"], **extra}))
-        variants[label] = target
+        variants[label] = (target, command)
 
     def exec_config(body: dict[str, Any], script: str) -> dict[str, Any]:
         body["metadata"]["annotations"] = {
@@ -177,44 +192,82 @@ def kustomize_dirs(workdir: Path, size: int) -> dict[str, Path]:
         }
         return body
 
+    images = CONFIGS["set-image"]["images"]
+    variant(BASELINE, {"images": images}, {}, ["KUSTOMIZE", "build", "."])
     variant(
-        "kustomize images: only",
-        {
-            "images": [
-                {"name": "nginx", "newTag": "1.27.0"},
-                {"name": "ghcr.io/acme/app", "newName": "ghcr.io/acme/app2"},
-            ]
-        },
+        PIPE,
         {},
+        {"render.yaml": render_config()},
+        [
+            "bash",
+            "-o",
+            "pipefail",
+            "-c",
+            f'"$KUSTOMIZE" build . | {BIN / "krmfn-render"} --fn-config render.yaml',
+        ],
     )
     variant(
-        "krmfn-render (all six, one exec)",
+        RENDER_EXEC,
         {"transformers": ["render.yaml"]},
         {"render.yaml": exec_config(render_config(), str(BIN / "krmfn-render"))},
+        ["KUSTOMIZE", *build],
     )
-    files = {f"{n}.yaml": exec_config(function_config(n), str(BIN / f"krmfn-{n}")) for n in CONFIGS}
-    variant("six separate exec functions", {"transformers": list(files)}, files)
+    noop = workdir / "noop.sh"
+    noop.write_text("#!/bin/sh\nexec cat\n")
+    noop.chmod(0o755)
+    variant(
+        NOOP_EXEC,
+        {"transformers": ["noop.yaml"]},
+        {
+            "noop.yaml": exec_config(
+                {"apiVersion": API, "kind": "Noop", "metadata": {"name": "noop"}}, str(noop)
+            )
+        },
+        ["KUSTOMIZE", *build],
+    )
+    if size <= SIX_EXEC_MAX:
+        files = {f"{n}.yaml": exec_config(function_config(n), str(BIN / f"krmfn-{n}")) for n in CONFIGS}
+        variant(SIX_EXEC, {"transformers": list(files)}, files, ["KUSTOMIZE", *build])
     return variants
 
 
-def kustomize(sizes: list[int], repeats: int, binary: str) -> None:
+def succeeded(run: tuple[float, int, int]) -> tuple[float, int, int]:
+    if run[2] != 0:
+        raise SystemExit(f"a kustomize variant exited {run[2]}: its time would mean nothing")
+    return run
+
+
+def kustomize(sizes: list[int], repeats: dict[int, int], binary: str) -> None:
     rows = []
+    env = {**os.environ, "KUSTOMIZE": binary}
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             variants = kustomize_dirs(Path(tmp), size)
             measured = {
                 label: median_of(
-                    repeats,
-                    lambda d=d: timed([binary, "build", "--enable-alpha-plugins", "--enable-exec", str(d)]),
+                    repeats[size],
+                    lambda d=d, c=c: succeeded(
+                        timed([binary if a == "KUSTOMIZE" else a for a in c], cwd=d, env=env)
+                    ),
                 )
-                for label, d in variants.items()
+                for label, (d, c) in variants.items()
             }
-        base = measured["kustomize images: only"][0]
+        base = measured[BASELINE][0]
         for label, (seconds, rss) in measured.items():
-            rows.append([f"{size:,}", label, f"{seconds:.3f}", f"{seconds / base:.2f}", f"{rss / 1024:.0f}"])
+            rows.append(
+                [
+                    f"{size:,}",
+                    label,
+                    str(repeats[size]),
+                    f"{seconds:.3f}",
+                    f"{seconds / base:.2f}",
+                    f"{(seconds - base) / base:+.0%}",
+                    f"{rss / 1024:.0f}",
+                ]
+            )
     table(
-        "kustomize build (median seconds; ratio to kustomize's own images: build)",
-        ["resources", "variant", "seconds", "ratio", "peak RSS MB (kustomize)"],
+        "kustomize build (median seconds; ratio to kustomize's own `images:` build in the same run)",
+        ["resources", "variant", "runs", "seconds", "ratio", "added", "peak RSS MB (largest process)"],
         rows,
     )
 
@@ -248,9 +301,16 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="smoke mode: tiny sizes, one repeat")
     parser.add_argument("--only", choices=["cold", "throughput", "kustomize", "render"], action="append")
+    parser.add_argument("--sizes", help="comma-separated resource counts (default 300,3000,10000)")
     args = parser.parse_args()
     sizes = [30] if args.quick else [300, 3_000, 10_000]
+    if args.sizes:
+        sizes = [int(size) for size in args.sizes.split(",")]
     repeats = 1 if args.quick else 5
+    # kustomize takes minutes per build at 10,000 resources (it is quadratic, exec functions or not).
+    kustomize_repeats = {
+        size: 1 if args.quick or size > 3_000 else 3 if size > 300 else repeats for size in sizes
+    }
     sections = args.only or ["cold", "throughput", "kustomize", "render"]
     kustomize_bin = (
         os.environ.get("KRMFN_KUSTOMIZE")
@@ -263,7 +323,7 @@ def main() -> None:
     if "throughput" in sections:
         throughput(sizes, 1 if args.quick else 3)
     if "kustomize" in sections:
-        kustomize(sizes, repeats, kustomize_bin)
+        kustomize(sizes, kustomize_repeats, kustomize_bin)
     if "render" in sections:
         render_vs_kpt(repeats, shutil.which("kpt"))
 

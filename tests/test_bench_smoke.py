@@ -26,6 +26,7 @@ def test_function_benchmarks_run_and_print_tables() -> None:
     for title in ("Cold start", "Each function alone", "kustomize build", "Rendering examples/staged-deploy"):
         assert f"### {title}" in proc.stdout
     assert "| `krmfn-hash-job-names` |" in proc.stdout
+    assert "| 30 | kustomize build \\| krmfn-render --fn-config (pipe) | 1 |" in proc.stdout
 
 
 @pytest.mark.cluster
