@@ -105,7 +105,10 @@ class Inventory:
         self._io = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._pending: Future[None] | None = None
+        self._stamped_at = 0.0
+        """Monotonic time at which the current lease's expiry was computed."""
         self._renewed_at = 0.0
+        """``_stamped_at`` of the lease last stored: the server's copy expires ``lease`` seconds after it."""
         self._lost: RunnerError | None = None
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
@@ -127,7 +130,7 @@ class Inventory:
         while True:
             self._live = self._get()
             parent = Parent.from_live(self.name, self.namespace, self.version, self._live)
-            current, now = lease_of(self._live), self._now()
+            current, now, stamped = lease_of(self._live), self._now(), self._monotonic()
             blocked, why = held_by_other(current, mine.run, now)
             if blocked and current is not None:
                 if self._monotonic() >= deadline:
@@ -140,6 +143,7 @@ class Inventory:
                 continue
             widen(parent)
             self._lease = replace(mine, since=now, expires=now + timedelta(seconds=self._lease_seconds))
+            self._stamped_at = stamped
             try:
                 self._store(parent.render(), acquiring=True)
             except RunnerError as err:
@@ -220,11 +224,14 @@ class Inventory:
     ) -> None:
         """Writes ``wanted`` (None: the last render stored, again) with the current lease, if any."""
         with self._io:
+            if self._lost is not None:
+                raise self._lost  # the parent holds another run's lock and record now: never overwrite them
             wanted = wanted if wanted is not None else self._stored
             if wanted is None or (renewing and self._lease is None):
                 return  # nothing stored yet, or released meanwhile
             if renewing and self._lease is not None:
                 self._lease = self._lease.renewed(self._now(), self._lease_seconds)
+                self._stamped_at = self._monotonic()
             for _ in range(CONFLICT_RETRIES):
                 try:
                     self._live = self._put(wanted)
@@ -239,7 +246,9 @@ class Inventory:
                     continue  # still ours: someone else touched the Secret; merge again
                 self._stored = wanted
                 if self._lease is not None:
-                    self._renewed_at = self._monotonic()
+                    # Not the time the write ended: a write retried for long, or one carrying a lease
+                    # stamped earlier, extends the lease only to its expiry.
+                    self._renewed_at = self._stamped_at
                 return
             raise InventoryError(f"ApplySet {self.namespace}/{self.name} keeps changing under this run")
 
