@@ -144,14 +144,19 @@ class Runner:
             self._run_step(step, parent, result)
             result.steps_done += 1
         self._step = -1
+        remaining: list[Key] | None = None  # members not rendered that stay; None: not looked (--no-prune)
         if self.options.prune:
             self._during = "prune"
-            self._prune(plan, parent, result)
+            remaining = self._prune(plan, parent, result)
         if not self.options.dry_run:
             current = {f"{it.key.namespace}/{it.key.name}" for it in plan.items if _is_job(it.key)}
             parent.completed_jobs = {k: v for k, v in parent.completed_jobs.items() if k in current}
-            parent.group_kinds = {it.key.group_kind for it in plan.items}
-            parent.namespaces = {it.key.namespace for it in plan.items if it.key.namespace}
+            if remaining is not None:
+                # Narrow to what members remain (the KEP's superset rule): without a prune the widened
+                # sets stay, so a later prune still finds what this run left in place.
+                members = [it.key for it in plan.items] + remaining
+                parent.group_kinds = {key.group_kind for key in members}
+                parent.namespaces = {key.namespace for key in members if key.namespace}
             self._during = "recording the inventory"
             self._inventory_of().close(parent)
 
@@ -498,7 +503,8 @@ class Runner:
 
     # --- prune -------------------------------------------------------------------------------------------
 
-    def _prune(self, plan: Plan, parent: Parent, result: Result) -> None:
+    def _prune(self, plan: Plan, parent: Parent, result: Result) -> list[Key]:
+        """Deletes members no longer rendered; returns those that stay (opted out, or not deletable)."""
         current = {it.key for it in plan.items}
         namespaces = sorted(parent.namespaces | {parent.namespace})
         found: list[tuple[dict[str, Any], Resource]] = []
@@ -520,20 +526,29 @@ class Runner:
             index = int(raw) if str(raw).lstrip("-").isdigit() else -1
             return (-index, -kind_rank(str(obj.get("kind"))), key_of(obj))
 
+        remaining: list[Key] = []
         for obj, res in sorted(found, key=order):
             key = key_of(obj)
             meta = obj.get("metadata") or {}
             if str((meta.get("annotations") or {}).get(jobs.PRUNE, "")).lower() == "disabled":
                 self.emit(Prune(str(key), "kept", f"{jobs.PRUNE}: disabled"))
+                remaining.append(key)
                 continue
             if self.options.dry_run:
                 self.emit(Prune(str(key), "dry-run", "would be deleted"))
                 continue
             self._check_stop()
             uid = str(meta.get("uid", ""))
-            self._call(key, self.api.delete, res, key.name, key.namespace, uid=uid, propagation="Background")
+            deleted = self._call(
+                key, self.api.delete, res, key.name, key.namespace, uid=uid, propagation="Background"
+            )
+            if not deleted:
+                self.emit(Prune(str(key), "skipped", "already gone, or replaced by a newer object"))
+                remaining.append(key)
+                continue
             self.emit(Prune(str(key), "deleted"))
             result.pruned.append(str(key))
+        return remaining
 
     # --- helpers -----------------------------------------------------------------------------------------
 

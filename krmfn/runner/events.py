@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 ApplyAction = Literal["created", "configured", "unchanged", "recreated", "skipped", "deleted", "dry-run"]
-PruneAction = Literal["deleted", "kept", "dry-run"]
+PruneAction = Literal["deleted", "kept", "skipped", "dry-run"]
 LockAction = Literal["waiting", "acquired", "taken-over"]
 StepResult = Literal["healthy", "applied", "failed", "timeout", "interrupted"]
 

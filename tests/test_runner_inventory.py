@@ -1,0 +1,465 @@
+"""The ApplySet inventory against an in-memory API server: the parent's record (applyset.py), how
+inventory.py reads and writes it, and what the runner applies, prunes and remembers of Jobs through it
+(engine.py). tests/cluster/test_apply_inventory.py covers the same against the real control plane."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fake_kube import FakeApi, Harness
+
+from krmfn.runner import jobs
+from krmfn.runner.applyset import (
+    COMPLETED_JOBS,
+    GROUP_KINDS,
+    ID_LABEL,
+    NAMESPACES,
+    PART_OF,
+    TOOLING,
+    Parent,
+    applyset_id,
+)
+from krmfn.runner.engine import Options, Result, Runner
+from krmfn.runner.errors import InventoryError, ObjectError
+from krmfn.runner.events import Apply, Event, Prune
+from krmfn.runner.inventory import CONFLICT_RETRIES
+from krmfn.runner.lock import LOCK
+from krmfn.runner.plan import Key, build_plan
+
+SET_ID = applyset_id("krmfn", "apps")
+Doc = dict[str, Any]
+
+
+@pytest.fixture
+def h() -> Iterator[Harness]:
+    harness = Harness()
+    yield harness
+    harness.close()
+
+
+def widen_nothing(parent: Parent) -> None:
+    pass
+
+
+# --- the record ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "parent",
+    [
+        pytest.param(Parent("krmfn", "apps", "0.1.0"), id="empty"),
+        pytest.param(
+            Parent("krmfn", "apps", "0.1.0", group_kinds={"ConfigMap", "Deployment.apps"}), id="kinds"
+        ),
+        pytest.param(
+            Parent("krmfn", "apps", "0.1.0", group_kinds={"ConfigMap"}, namespaces={"other", "more"}),
+            id="kinds and other namespaces",
+        ),
+        pytest.param(
+            Parent(
+                "krmfn",
+                "apps",
+                "0.1.0",
+                group_kinds={"Job.batch"},
+                completed_jobs={"apps/migrate": "0f1e2d", "other/seed": "a1b2c3"},
+            ),
+            id="completed Jobs",
+        ),
+    ],
+)
+def test_record_round_trips_through_the_parent_secret(parent: Parent) -> None:
+    read = Parent.from_live("krmfn", "apps", "0.1.0", parent.render())
+    assert read.exists
+    assert (read.group_kinds, read.namespaces, read.completed_jobs) == (
+        parent.group_kinds,
+        parent.namespaces,
+        parent.completed_jobs,
+    )
+
+
+def test_record_follows_kep_3659() -> None:
+    parent = Parent(
+        "krmfn", "apps", "0.1.0", group_kinds={"Job.batch", "ConfigMap"}, namespaces={"apps", "other", ""},
+        completed_jobs={"apps/b": "2", "apps/a": "1"},
+    )  # fmt: skip
+    assert parent.render()["metadata"] == {
+        "name": "krmfn",
+        "namespace": "apps",
+        "labels": {ID_LABEL: SET_ID},
+        "annotations": {
+            TOOLING: "krmfn/v0.1.0",
+            GROUP_KINDS: "ConfigMap,Job.batch",
+            NAMESPACES: "other",  # the parent's own namespace is implied
+            COMPLETED_JOBS: "apps/a=1,apps/b=2",
+        },
+    }
+    # The id is the KEP's: base64url(sha256("<name>.<namespace>.Secret.")), unpadded.
+    assert SET_ID == "applyset-BMbuopASQWRzSmPvJ5m1uSMChgkAmpEwIZjur2p0CfQ-v1"
+
+
+def test_parent_that_does_not_exist_reads_as_empty_and_is_not_written(h: Harness) -> None:
+    parent = h.inventory().read()
+    assert (parent.exists, parent.group_kinds, parent.completed_jobs) == (False, set(), {})
+    assert h.parent() is None
+    assert h.parent_writes() == []
+
+
+@pytest.mark.parametrize(
+    ("labels", "annotations", "expected"),
+    [
+        pytest.param(
+            {},
+            {},
+            f"Secret apps/krmfn exists but is not the ApplySet parent {SET_ID}; choose another name with "
+            "--applyset",
+            id="a Secret that is not an ApplySet parent",
+        ),
+        pytest.param(
+            {ID_LABEL: applyset_id("krmfn", "other")},
+            {},
+            f"Secret apps/krmfn exists but is not the ApplySet parent {SET_ID}; choose another name with "
+            "--applyset",
+            id="the parent of another set",
+        ),
+        pytest.param(
+            {ID_LABEL: SET_ID},
+            {TOOLING: "kubectl/v1.31.0"},
+            "ApplySet apps/krmfn is managed by kubectl/v1.31.0, not krmfn; refusing to change it",
+            id="a parent of another tool",
+        ),
+    ],
+)
+def test_secret_that_is_not_krmfns_parent_is_refused_untouched(
+    h: Harness, labels: dict[str, str], annotations: dict[str, str], expected: str
+) -> None:
+    h.api.seed({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "krmfn", "namespace": "apps",
+                "labels": labels, "annotations": annotations}, "data": {"k": "dg=="}})  # fmt: skip
+    before = h.parent()
+    with pytest.raises(InventoryError) as caught:
+        h.inventory().acquire(0, widen_nothing)
+    assert str(caught.value) == expected
+    assert h.parent() == before
+    assert h.parent_writes() == []
+
+
+# --- reading and writing it ---------------------------------------------------------------------------------
+
+
+def test_taking_the_lock_records_the_union_of_the_listed_and_the_planned_kinds(h: Harness) -> None:
+    h.api.seed(Parent("krmfn", "apps", "0.1.0", group_kinds={"Deployment.apps"}, namespaces={"old"}).render())
+
+    def widen(parent: Parent) -> None:
+        parent.group_kinds |= {"ConfigMap"}
+        parent.namespaces |= {"apps", "other"}
+
+    parent = h.inventory().acquire(0, widen)
+    assert (parent.group_kinds, parent.namespaces) == (
+        {"ConfigMap", "Deployment.apps"},
+        {"apps", "old", "other"},
+    )
+    notes = h.annotations()
+    assert (notes[GROUP_KINDS], notes[NAMESPACES]) == ("ConfigMap,Deployment.apps", "old,other")
+    assert LOCK in notes
+    assert h.parent_writes() == ["replace"]  # one write: the record and the lock together
+
+
+def test_writes_keep_what_other_tools_put_on_the_secret(h: Harness) -> None:
+    obj = Parent("krmfn", "apps", "0.1.0", group_kinds={"ConfigMap"}, namespaces={"old"}).render()
+    obj["metadata"]["labels"]["team"] = "payments"
+    obj["metadata"]["annotations"]["example.com/owner"] = "alice"
+    obj["data"] = {"note": "aGk="}
+    seeded = h.api.seed(obj)
+    inventory = h.inventory()
+    parent = inventory.acquire(0, widen_nothing)
+    parent.group_kinds, parent.namespaces = {"Job.batch"}, set()
+    inventory.close(parent)
+    live = h.parent()
+    assert live is not None
+    assert live["data"] == {"note": "aGk="}
+    assert live["metadata"]["labels"] == {ID_LABEL: SET_ID, "team": "payments"}
+    assert live["metadata"]["uid"] == seeded["metadata"]["uid"]
+    # krmfn's own annotations are replaced as a whole: the dropped namespace list and the lock are gone.
+    assert live["metadata"]["annotations"] == {
+        TOOLING: "krmfn/v0.1.0",
+        GROUP_KINDS: "Job.batch",
+        "example.com/owner": "alice",
+    }
+
+
+def test_background_writes_store_changes_and_skip_repeats(h: Harness) -> None:
+    inventory = h.inventory()
+    parent = inventory.acquire(0, widen_nothing)
+    inventory.write(parent)  # what the lock's write stored already
+    parent.completed_jobs["apps/migrate"] = "abc"
+    inventory.write(parent)
+    inventory.flush()
+    assert h.annotations()[COMPLETED_JOBS] == "apps/migrate=abc"
+    inventory.write(parent)
+    inventory.flush()
+    assert h.parent_writes() == ["create", "replace"]
+    assert LOCK in h.annotations()
+
+
+def test_another_tool_touching_the_secret_mid_run_is_merged_again(h: Harness) -> None:
+    inventory = h.inventory()
+    parent = inventory.acquire(0, widen_nothing)
+    h.api.annotate("v1", "Secret", "apps", "krmfn", {"example.com/seen": "yes"})
+    parent.group_kinds = {"ConfigMap"}
+    inventory.write(parent)
+    inventory.flush()
+    # The PUT of the version read before gets 409; the lock is still this run's, so it is merged again.
+    assert h.parent_writes() == ["create", "replace", "replace"]
+    notes = h.annotations()
+    assert (notes[GROUP_KINDS], notes["example.com/seen"]) == ("ConfigMap", "yes")
+    inventory.check()
+    inventory.close(parent)
+    assert LOCK not in h.annotations()
+
+
+def test_secret_that_keeps_changing_fails_the_write(h: Harness) -> None:
+    inventory = h.inventory()
+    parent = inventory.acquire(0, widen_nothing)
+    touched = 0
+
+    def busy_tool(verb: str, key: Key) -> None:
+        nonlocal touched
+        if verb == "replace":
+            touched += 1
+            h.api.annotate("v1", "Secret", "apps", "krmfn", {"example.com/touched": str(touched)})
+
+    h.api.before.append(busy_tool)
+    parent.group_kinds = {"ConfigMap"}
+    inventory.write(parent)
+    with pytest.raises(InventoryError) as caught:
+        inventory.flush()
+    assert str(caught.value) == "ApplySet apps/krmfn keeps changing under this run"
+    assert h.parent_writes() == ["create"] + ["replace"] * CONFLICT_RETRIES
+
+
+def test_parent_deleted_mid_run_fails_the_write_naming_it(h: Harness) -> None:
+    inventory = h.inventory()
+    parent = inventory.acquire(0, widen_nothing)
+    h.api.remove("v1", "Secret", "apps", "krmfn")
+    parent.group_kinds = {"ConfigMap"}
+    inventory.write(parent)
+    with pytest.raises(ObjectError) as caught:
+        inventory.flush()
+    assert str(caught.value) == 'Secret apps/krmfn: not found: secrets "krmfn" not found'
+    assert h.parent() is None
+
+
+def test_completed_jobs_round_trip_through_the_cluster(h: Harness) -> None:
+    inventory = h.inventory()
+    parent = inventory.acquire(0, widen_nothing)
+    parent.completed_jobs = {"apps/migrate": "0f1e2d", "other/seed": "a1b2c3"}
+    inventory.close(parent)
+    assert h.annotations()[COMPLETED_JOBS] == "apps/migrate=0f1e2d,other/seed=a1b2c3"
+    assert h.inventory().read().completed_jobs == {"apps/migrate": "0f1e2d", "other/seed": "a1b2c3"}
+
+
+# --- what a run records, prunes and remembers ---------------------------------------------------------------
+
+
+def configmap(
+    name: str, step: int = 0, namespace: str = "", annotations: dict[str, str] | None = None
+) -> Doc:
+    meta: Doc = {"name": name, "annotations": {"krmfn.dev/step-index": str(step), **(annotations or {})}}
+    if namespace:
+        meta["namespace"] = namespace
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}}
+
+
+def secret(name: str, namespace: str = "") -> Doc:
+    doc = configmap(name, namespace=namespace)
+    doc["kind"] = "Secret"
+    return doc
+
+
+def job(name: str, image: str = "app:1") -> Doc:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "annotations": {"krmfn.dev/step-index": "0"}},
+        "spec": {
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "m", "image": image}]}}
+        },
+    }
+
+
+def complete_jobs(obj: Doc) -> None:
+    """A Job controller that is quick: every Job applied completes at once."""
+    if obj["kind"] == "Job":
+        obj["status"] = {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}
+
+
+class Cluster:
+    """Runs of ``krmfn apply -n apps`` against one fake cluster."""
+
+    def __init__(self) -> None:
+        self.api = FakeApi("apps")
+        self.api.controllers.append(complete_jobs)
+        self.events: list[Event] = []
+
+    def apply(self, docs: list[Doc], **options: Any) -> Result:
+        self.events = []
+        plan = build_plan(docs, namespace="apps", default_timeout=30)
+        result = Runner(self.api, Options(namespace="apps", **options), self.events.append).run(plan)
+        assert result.error is None, result.error
+        return result
+
+    def names(self, kind: str, namespace: str = "apps") -> list[str]:
+        api_version = "batch/v1" if kind == "Job" else "v1"
+        res = self.api.resource(api_version, kind)
+        return [
+            o["metadata"]["name"]
+            for o in self.api.list(res, namespace, "")
+            if o["metadata"]["name"] != "krmfn"
+        ]
+
+    def parent(self) -> dict[str, str]:
+        parent = self.api.object("v1", "Secret", "apps", "krmfn")
+        assert parent is not None
+        return dict(parent["metadata"]["annotations"])
+
+    def pruned(self) -> list[tuple[str, str, str]]:
+        return [(e.object, e.action, e.detail) for e in self.events if isinstance(e, Prune)]
+
+    def applied(self) -> list[tuple[str, str]]:
+        return [(e.object, e.action) for e in self.events if isinstance(e, Apply)]
+
+
+@pytest.fixture
+def cluster() -> Cluster:
+    return Cluster()
+
+
+def test_run_labels_members_and_records_their_kinds_and_namespaces(cluster: Cluster) -> None:
+    cluster.apply([configmap("a"), configmap("b", namespace="other"), secret("s")])
+    member = cluster.api.object("v1", "ConfigMap", "other", "b")
+    assert member is not None
+    assert member["metadata"]["labels"] == {PART_OF: SET_ID}
+    notes = cluster.parent()
+    assert (notes[GROUP_KINDS], notes[NAMESPACES]) == ("ConfigMap,Secret", "other")
+    assert LOCK not in notes  # released at the end of the run
+
+
+def test_prune_deletes_what_is_no_longer_rendered_but_keeps_opted_out_objects(cluster: Cluster) -> None:
+    cluster.apply(
+        [configmap("stay"), configmap("drop"), configmap("keep", annotations={"krmfn.dev/prune": "disabled"})]
+    )
+    result = cluster.apply([configmap("stay")])
+    assert cluster.pruned() == [
+        ("ConfigMap apps/drop", "deleted", ""),
+        ("ConfigMap apps/keep", "kept", "krmfn.dev/prune: disabled"),
+    ]
+    assert result.pruned == ["ConfigMap apps/drop"]
+    assert cluster.names("ConfigMap") == ["keep", "stay"]
+
+
+def test_prune_deletes_later_steps_first(cluster: Cluster) -> None:
+    cluster.apply([configmap("first", 0), configmap("third", 2), secret("s"), configmap("kept", 0)])
+    cluster.apply([configmap("kept", 0)])
+    # Later steps first; within a step, the reverse of the apply order (Secrets after ConfigMaps).
+    assert [obj for obj, action, _ in cluster.pruned() if action == "deleted"] == [
+        "ConfigMap apps/third",
+        "Secret apps/s",
+        "ConfigMap apps/first",
+    ]
+
+
+def test_prune_finds_members_of_kinds_and_namespaces_no_longer_rendered(cluster: Cluster) -> None:
+    cluster.apply([configmap("a"), secret("s", namespace="other"), configmap("b", namespace="more")])
+    assert cluster.parent()[NAMESPACES] == "more,other"
+    cluster.apply([configmap("a")])
+    assert sorted(obj for obj, _, _ in cluster.pruned()) == ["ConfigMap more/b", "Secret other/s"]
+    assert cluster.names("Secret", "other") == []
+    # The record narrows to what is rendered now; the parent Secret is not a member of its own set.
+    notes = cluster.parent()
+    assert notes[GROUP_KINDS] == "ConfigMap"
+    assert NAMESPACES not in notes
+    assert cluster.api.object("v1", "Secret", "apps", "krmfn") is not None
+
+
+def test_prune_leaves_objects_of_other_sets_and_unlabelled_ones_alone(cluster: Cluster) -> None:
+    cluster.apply([configmap("a")])
+    theirs = {"name": "theirs", "namespace": "apps", "labels": {PART_OF: applyset_id("other", "apps")}}
+    cluster.api.seed({"apiVersion": "v1", "kind": "ConfigMap", "metadata": theirs})
+    cluster.api.seed(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "hand-made", "namespace": "apps"}}
+    )
+    cluster.apply([configmap("b")])
+    assert cluster.pruned() == [("ConfigMap apps/a", "deleted", "")]
+    assert cluster.names("ConfigMap") == ["b", "hand-made", "theirs"]
+
+
+def test_prune_does_not_delete_an_object_recreated_meanwhile(cluster: Cluster) -> None:
+    cluster.apply([configmap("a"), configmap("b")])
+    old = cluster.api.object("v1", "ConfigMap", "apps", "b")
+    assert old is not None
+
+    def recreate_b(verb: str, key: Key) -> None:
+        if verb == "delete" and key.name == "b":
+            cluster.api.remove("v1", "ConfigMap", "apps", "b")
+            cluster.api.seed({**old, "metadata": {k: v for k, v in old["metadata"].items() if k != "uid"}})
+
+    cluster.api.before.append(recreate_b)
+    result = cluster.apply([configmap("a")])
+    new = cluster.api.object("v1", "ConfigMap", "apps", "b")
+    assert new is not None  # the UID precondition kept the new object
+    assert new["metadata"]["uid"] != old["metadata"]["uid"]
+    assert result.pruned == []
+    assert cluster.pruned() == [
+        ("ConfigMap apps/b", "skipped", "already gone, or replaced by a newer object")
+    ]
+    assert "ConfigMap" in cluster.parent()[GROUP_KINDS].split(",")
+
+
+def test_members_kept_by_the_prune_opt_out_stay_in_the_recorded_kinds(cluster: Cluster) -> None:
+    kept = secret("s")
+    kept["metadata"].setdefault("annotations", {})["krmfn.dev/prune"] = "disabled"
+    cluster.apply([configmap("a"), kept])
+    cluster.apply([configmap("a")])
+    assert cluster.names("Secret") == ["s"]
+    assert "Secret" in cluster.parent()[GROUP_KINDS].split(",")
+
+
+def test_no_prune_deletes_nothing(cluster: Cluster) -> None:
+    cluster.apply([configmap("a"), configmap("b")])
+    result = cluster.apply([configmap("a")], prune=False)
+    assert cluster.pruned() == []
+    assert result.pruned == []
+    assert cluster.names("ConfigMap") == ["a", "b"]
+
+
+def test_members_kept_by_no_prune_are_pruned_by_a_later_run(cluster: Cluster) -> None:
+    cluster.apply([configmap("a"), secret("s")])
+    cluster.apply([configmap("a")], prune=False)
+    assert "Secret" in cluster.parent()[GROUP_KINDS].split(",")
+    cluster.apply([configmap("a")])
+    assert cluster.names("Secret") == []
+
+
+def test_completed_jobs_are_remembered_and_not_run_again_after_ttl_deletion(cluster: Cluster) -> None:
+    # The Job's step is waited for (it is not the last one): only a Job seen Complete is remembered.
+    migrate, a = job("migrate"), configmap("a", 1)
+    cluster.apply([a, migrate])
+    assert cluster.applied() == [("Job.batch apps/migrate", "created"), ("ConfigMap apps/a", "created")]
+    spec_hash = jobs.spec_hash(migrate)
+    assert cluster.parent()[COMPLETED_JOBS] == f"apps/migrate={spec_hash}"
+
+    cluster.api.remove("batch/v1", "Job", "apps", "migrate")  # ttlSecondsAfterFinished
+    cluster.apply([a, migrate])
+    assert ("Job.batch apps/migrate", "skipped") in cluster.applied()
+    assert cluster.names("Job") == []
+    assert cluster.parent()[COMPLETED_JOBS] == f"apps/migrate={spec_hash}"
+
+    changed = job("migrate", image="app:2")
+    cluster.apply([a, changed])
+    assert ("Job.batch apps/migrate", "created") in cluster.applied()
+    assert cluster.parent()[COMPLETED_JOBS] == f"apps/migrate={jobs.spec_hash(changed)}"
+
+    cluster.apply([a])
+    assert COMPLETED_JOBS not in cluster.parent()  # a Job no longer rendered is forgotten
+    assert cluster.names("Job") == []  # and pruned
