@@ -238,6 +238,23 @@ def test_secret_that_keeps_changing_fails_the_write(h: Harness) -> None:
     assert h.parent_writes() == ["create"] + ["replace"] * CONFLICT_RETRIES
 
 
+def test_taking_the_lock_of_a_secret_that_keeps_changing_gives_up(h: Harness) -> None:
+    h.api.seed(Parent("krmfn", "apps", "0.1.0", group_kinds={"ConfigMap"}).render())
+    touched = 0
+
+    def busy_tool(verb: str, key: Key) -> None:
+        nonlocal touched
+        if verb == "replace":
+            touched += 1
+            h.api.annotate("v1", "Secret", "apps", "krmfn", {"example.com/touched": str(touched)})
+
+    h.api.before.append(busy_tool)
+    with pytest.raises(InventoryError) as caught:
+        h.inventory().acquire(0, widen_nothing)
+    assert str(caught.value) == "ApplySet apps/krmfn keeps changing under this run"
+    assert touched == CONFLICT_RETRIES
+
+
 def test_parent_deleted_mid_run_fails_the_write_naming_it(h: Harness) -> None:
     inventory = h.inventory()
     parent = inventory.acquire(0, widen_nothing)

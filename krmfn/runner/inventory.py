@@ -127,6 +127,7 @@ class Inventory:
         self._run = mine.run
         deadline = self._monotonic() + wait
         waited_for: Lease | None = None
+        conflicts = 0
         while True:
             self._live = self._get()
             parent = Parent.from_live(self.name, self.namespace, self.version, self._live)
@@ -148,9 +149,15 @@ class Inventory:
                 self._store(parent.render(), acquiring=True)
             except RunnerError as err:
                 self._lease = None
-                if _is_conflict(err):
-                    continue  # another run wrote first: read its lock
-                raise
+                if not _is_conflict(err):
+                    raise
+                conflicts += 1  # another run wrote first (read its lock), or another tool keeps writing
+                if conflicts >= CONFLICT_RETRIES:
+                    raise InventoryError(
+                        f"ApplySet {self.namespace}/{self.name} keeps changing under this run"
+                    ) from None
+                self._check_stop()
+                continue
             break
         self._submitted = self._stored
         if current is not None and why:
