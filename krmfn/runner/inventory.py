@@ -141,6 +141,7 @@ class Inventory:
                     waited_for = current
                 self._check_stop()
                 self._sleep(LOCK_POLL)
+                conflicts = 0  # only conflicts in a row, with no run holding the lock, mean a busy Secret
                 continue
             widen(parent)
             self._lease = replace(mine, since=now, expires=now + timedelta(seconds=self._lease_seconds))
