@@ -12,6 +12,7 @@ separate exec transformers; ``krmfn render`` vs ``kpt fn render`` on the staged-
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import statistics
@@ -21,10 +22,15 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import gen
+if TYPE_CHECKING:
+    # mypy checks this script as bench.functions (a plain `functions` would clash with the functions
+    # package), so it finds gen.py as bench.gen; at run time bench/ is on sys.path and it is `gen`.
+    from bench import gen
+else:
+    import gen
 
 from krmfn.yamlio import dump_fast
 
@@ -123,9 +129,7 @@ def cold_start(repeats: int) -> None:
     rows = [["`python -c pass`", f"{base * 1000:.1f}", "-", "1.00"]]
     for name in CONFIGS:
         data = gen.resource_list(10, function_config(name)).encode()
-        seconds, _ = median_of(
-            repeats, lambda name=name, data=data: timed([str(BIN / f"krmfn-{name}")], data)
-        )
+        seconds, _ = median_of(repeats, functools.partial(timed, [str(BIN / f"krmfn-{name}")], data))
         rows.append(
             [
                 f"`krmfn-{name}`",
@@ -144,10 +148,7 @@ def throughput(sizes: list[int], repeats: int) -> None:
             for mode in ("fast", "fidelity"):
                 data = gen.resource_list(size, function_config(name)).encode()
                 seconds, rss = median_of(
-                    repeats,
-                    lambda name=name, data=data, mode=mode: timed(
-                        [str(BIN / f"krmfn-{name}"), "--yaml", mode], data
-                    ),
+                    repeats, functools.partial(timed, [str(BIN / f"krmfn-{name}"), "--yaml", mode], data)
                 )
                 rows.append(
                     [name, f"{size:,}", mode, f"{seconds:.3f}", f"{size / seconds:,.0f}", f"{rss / 1024:.0f}"]
@@ -231,7 +232,9 @@ def kustomize_dirs(workdir: Path, size: int) -> dict[str, tuple[Path, list[str]]
     return variants
 
 
-def succeeded(run: tuple[float, int, int]) -> tuple[float, int, int]:
+def succeeded(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int, int]:
+    """``timed``, for a kustomize variant that must exit 0."""
+    run = timed(args, cwd=cwd, env=env)
     if run[2] != 0:
         raise SystemExit(f"a kustomize variant exited {run[2]}: its time would mean nothing")
     return run
@@ -246,9 +249,7 @@ def kustomize(sizes: list[int], repeats: dict[int, int], binary: str) -> None:
             measured = {
                 label: median_of(
                     repeats[size],
-                    lambda d=d, c=c: succeeded(
-                        timed([binary if a == "KUSTOMIZE" else a for a in c], cwd=d, env=env)
-                    ),
+                    functools.partial(succeeded, [binary if a == "KUSTOMIZE" else a for a in c], d, env),
                 )
                 for label, (d, c) in variants.items()
             }

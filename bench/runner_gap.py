@@ -127,7 +127,8 @@ def alternate(
         "--kubeconfig",
         str(cluster.kubeconfig),
     ]
-    krmfn_times, their_times = [], []
+    krmfn_times: list[float] = []
+    their_times: list[float] = []
     for n in range(rounds):
         for command, times, who in ((lambda ns: [*krmfn, "-n", ns], krmfn_times, "krmfn"),
                                     (theirs, their_times, "kubectl")):  # fmt: skip

@@ -35,6 +35,8 @@ from krmfn.runner.cli import main
 from krmfn.runner.lock import LOCK
 from krmfn.yamlio import dump_all_fast
 
+from .objects import meta
+
 Doc = dict[str, Any]
 
 
@@ -233,7 +235,8 @@ def spawn(kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[Spawn]:
             bg.kill()
 
 
-MEMBER_KINDS: list[type[NamespacedResource]] = [ConfigMap, Deployment, Job, Secret]
+Member = ConfigMap | Deployment | Job | Secret
+MEMBER_KINDS: list[type[Member]] = [ConfigMap, Deployment, Job, Secret]
 """The kinds the runner tests apply; inventory_problems looks for members among them."""
 
 
@@ -248,19 +251,19 @@ def inventory_problems(client: Client, namespace: str, applyset: str = "krmfn") 
     set_id = applyset_id(applyset, namespace)
     parent = client.get(Secret, applyset, namespace=namespace)
     problems = []
-    if (parent.metadata.labels or {}).get(ID_LABEL) != set_id:
+    if (meta(parent).labels or {}).get(ID_LABEL) != set_id:
         problems.append(f"parent label {ID_LABEL} is not {set_id}")
-    notes = parent.metadata.annotations or {}
+    notes = meta(parent).annotations or {}
     if LOCK in notes:
         problems.append(f"lock left behind: {notes[LOCK]}")
     kinds = {k for k in notes.get(GROUP_KINDS, "").split(",") if k}
     namespaces = {namespace} | {n for n in notes.get(NAMESPACES, "").split(",") if n}
     for res in MEMBER_KINDS:
         for member in client.list(res, namespace="*", labels={PART_OF: set_id}):
-            where = f"{_group_kind(res)} {member.metadata.namespace}/{member.metadata.name}"
+            where = f"{_group_kind(res)} {meta(member).namespace}/{meta(member).name}"
             if _group_kind(res) not in kinds:
                 problems.append(f"{where} is a member but {GROUP_KINDS} is {sorted(kinds)}")
-            if member.metadata.namespace not in namespaces:
+            if meta(member).namespace not in namespaces:
                 problems.append(f"{where} is a member in a namespace the parent does not list")
     for entry in filter(None, notes.get("krmfn.dev/completed-jobs", "").split(",")):
         job_ref, sep, spec_hash = entry.partition("=")

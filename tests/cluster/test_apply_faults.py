@@ -31,6 +31,7 @@ from krmfn.runner.lock import LOCK
 from krmfn.runner.plan import build_plan
 
 from .cluster import Cluster
+from .objects import annotations_of, meta, status_of
 from .runner_fixtures import Apply, Doc, Spawn, configmap, deployment, final_wait, inventory_problems, job
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 from .runner_fixtures import spawn as spawn  # noqa: PLC0414 (re-exported fixture)
@@ -50,7 +51,7 @@ def runs_of(client: Client, name: str, namespace: str) -> tuple[str, int, int]:
     """(Job UID, pods it ever had, status.succeeded): one run means one pod and succeeded == 1."""
     found = client.get(Job, name, namespace=namespace)
     pods = list(client.list(Pod, namespace=namespace, labels={"batch.kubernetes.io/job-name": name}))
-    return str(found.metadata.uid), len(pods), found.status.succeeded or 0
+    return str(meta(found).uid), len(pods), status_of(found).succeeded or 0
 
 
 def waiting_in(step: int) -> Callable[[Doc], bool]:
@@ -58,7 +59,7 @@ def waiting_in(step: int) -> Callable[[Doc], bool]:
 
 
 def lock_of(client: Client, namespace: str) -> dict[str, str] | None:
-    raw = (client.get(Secret, "krmfn", namespace=namespace).metadata.annotations or {}).get(LOCK)
+    raw = (meta(client.get(Secret, "krmfn", namespace=namespace)).annotations or {}).get(LOCK)
     return json.loads(raw) if raw else None
 
 
@@ -150,8 +151,8 @@ def scene(cluster: Cluster, kube_client: Client, namespace: str, tmp_path: Path)
 
 
 def conflict(scene: Scene) -> tuple[Doc, list[str]]:
-    theirs = {"metadata": {"name": "shared", "namespace": scene.namespace}, "data": {"k": "theirs"}}
-    scene.client.apply(ConfigMap.from_dict(theirs), field_manager="someone-else")
+    theirs = ConfigMap(metadata=ObjectMeta(name="shared", namespace=scene.namespace), data={"k": "theirs"})
+    scene.client.apply(theirs, field_manager="someone-else")
     return configmap("shared", 1, k="ours"), []
 
 
@@ -312,7 +313,7 @@ def test_run_that_lost_its_lock_stops_without_overwriting_the_new_holder(
         "now held by another-host/4242"
     )
     assert not exists(kube_client, ConfigMap, "last", namespace)
-    notes = kube_client.get(Secret, "krmfn", namespace=namespace).metadata.annotations
+    notes = annotations_of(kube_client.get(Secret, "krmfn", namespace=namespace))
     assert notes[LOCK] == usurper
 
 

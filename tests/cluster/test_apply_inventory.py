@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx2
 from lightkube import ApiError, Client
 from lightkube.generic_resource import create_namespaced_resource
+from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import ConfigMap, Secret
 from lightkube.types import PatchType
@@ -16,6 +17,7 @@ from lightkube.types import PatchType
 from krmfn.runner.applyset import applyset_id
 from krmfn.yamlio import load_all_fast
 
+from .objects import annotations_of, meta
 from .runner_fixtures import Apply, configmap, deployment, job
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 
@@ -102,14 +104,13 @@ def test_inventory_is_an_applyset_parent_and_members_are_labelled(
     assert apply([configmap("a", 0, x="1"), deployment("web", 1)]).code == 0
     parent = kube_client.get(Secret, "krmfn", namespace=namespace)
     set_id = applyset_id("krmfn", namespace)
-    assert parent.metadata.labels == {"applyset.kubernetes.io/id": set_id}
-    assert parent.metadata.annotations["applyset.kubernetes.io/tooling"] == "krmfn/v0.1.0"
+    assert meta(parent).labels == {"applyset.kubernetes.io/id": set_id}
+    assert annotations_of(parent)["applyset.kubernetes.io/tooling"] == "krmfn/v0.1.0"
     assert (
-        parent.metadata.annotations["applyset.kubernetes.io/contains-group-kinds"]
-        == "ConfigMap,Deployment.apps"
+        annotations_of(parent)["applyset.kubernetes.io/contains-group-kinds"] == "ConfigMap,Deployment.apps"
     )
     cm = kube_client.get(ConfigMap, "a", namespace=namespace)
-    assert cm.metadata.labels == {"applyset.kubernetes.io/part-of": set_id}
+    assert meta(cm).labels == {"applyset.kubernetes.io/part-of": set_id}
 
 
 def test_prune_deletes_removed_objects_but_keeps_opted_out_ones(
@@ -189,9 +190,7 @@ def test_unknown_kind_fails_before_anything_is_applied(
 def test_conflicting_field_manager_is_an_error_unless_forced(
     apply: Apply, kube_client: Client, namespace: str
 ) -> None:
-    other = ConfigMap.from_dict(
-        {"metadata": {"name": "shared", "namespace": namespace}, "data": {"k": "theirs"}}
-    )
+    other = ConfigMap(metadata=ObjectMeta(name="shared", namespace=namespace), data={"k": "theirs"})
     kube_client.apply(other, field_manager="someone-else")
     out = apply([configmap("shared", 0, k="ours")])
     assert out.code == 1

@@ -9,6 +9,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Secret
 
+from .objects import annotations_of, meta, pod_spec, status_of
 from .runner_fixtures import Apply, deployment, job
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 
@@ -35,9 +36,9 @@ def test_changed_job_with_force_is_deleted_and_recreated(
     assert out.code == 0, out.error
     assert out.actions()[f"Job.batch {namespace}/db-migration"] == "recreated"
     new = kube_client.get(Job, "db-migration", namespace=namespace)
-    assert new.metadata.uid != old.metadata.uid
-    assert new.spec.template.spec.containers[0].image == "app:2"
-    assert new.status.succeeded == 1
+    assert meta(new).uid != meta(old).uid
+    assert pod_spec(new).containers[0].image == "app:2"
+    assert status_of(new).succeeded == 1
 
 
 def test_flux_force_annotation_is_accepted(apply: Apply, kube_client: Client, namespace: str) -> None:
@@ -52,7 +53,7 @@ def test_changed_job_without_force_fails_and_points_at_the_fixes(
     apply: Apply, kube_client: Client, namespace: str
 ) -> None:
     assert apply([job("db-migration", 0), deployment("web", 1)]).code == 0
-    uid = kube_client.get(Job, "db-migration", namespace=namespace).metadata.uid
+    uid = meta(kube_client.get(Job, "db-migration", namespace=namespace)).uid
     out = apply([job("db-migration", 0, image="app:2"), deployment("web", 1, image="app:2")])
     assert out.code == 1
     assert out.error.startswith(
@@ -60,9 +61,9 @@ def test_changed_job_without_force_fails_and_points_at_the_fixes(
     )
     assert "hash-job-names" in out.error
     assert "krmfn.dev/force: enabled" in out.error
-    assert kube_client.get(Job, "db-migration", namespace=namespace).metadata.uid == uid
+    assert meta(kube_client.get(Job, "db-migration", namespace=namespace)).uid == uid
     web = kube_client.get(Deployment, "web", namespace=namespace)
-    assert web.spec.template.spec.containers[0].image == "app:1"  # the later step was not applied
+    assert pod_spec(web).containers[0].image == "app:1"  # the later step was not applied
 
 
 def test_failed_job_with_recreate_on_failure_is_recreated_before_the_step(
@@ -71,12 +72,12 @@ def test_failed_job_with_recreate_on_failure_is_recreated_before_the_step(
     retry = {"krmfn.dev/recreate-on-failure": "enabled"}
     first = apply([job("flaky", 0, fail=True, annotations=retry)], "--wait")
     assert first.code == 1
-    failed_uid = kube_client.get(Job, "flaky", namespace=namespace).metadata.uid
+    failed_uid = meta(kube_client.get(Job, "flaky", namespace=namespace)).uid
     second = apply([job("flaky", 0, fail=True, annotations=retry)], "--wait")
     deletions = [e for e in second.of("apply") if e["action"] == "deleted"]
     assert [e["detail"] for e in deletions] == ["failed; re-created (recreate-on-failure)"]
     assert second.actions()[f"Job.batch {namespace}/flaky"] == "created"
-    assert kube_client.get(Job, "flaky", namespace=namespace).metadata.uid != failed_uid
+    assert meta(kube_client.get(Job, "flaky", namespace=namespace)).uid != failed_uid
     assert second.code == 1  # the same spec fails again; the point is that it ran again
 
 
@@ -84,12 +85,12 @@ def test_failed_job_without_recreate_on_failure_stays_failed(
     apply: Apply, kube_client: Client, namespace: str
 ) -> None:
     assert apply([job("once", 0, fail=True)], "--wait").code == 1
-    uid = kube_client.get(Job, "once", namespace=namespace).metadata.uid
+    uid = meta(kube_client.get(Job, "once", namespace=namespace)).uid
     again = apply([job("once", 0, fail=True)], "--wait")
     assert again.code == 1
     assert again.actions()[f"Job.batch {namespace}/once"] == "unchanged"
     assert "BackoffLimitExceeded" in again.error
-    assert kube_client.get(Job, "once", namespace=namespace).metadata.uid == uid
+    assert meta(kube_client.get(Job, "once", namespace=namespace)).uid == uid
 
 
 def hashed(tag: str, *, fail: bool = False) -> list[dict[str, object]]:
@@ -112,9 +113,9 @@ def test_new_tag_runs_a_new_migration_and_prunes_the_old_job_after_success(
     # prune comes after the last step
     types = [e["type"] for e in out.events]
     assert types.index("prune") > max(i for i, t in enumerate(types) if t == "step-done")
-    assert kube_client.get(Job, "db-migration-20000000", namespace=namespace).status.succeeded == 1
+    assert status_of(kube_client.get(Job, "db-migration-20000000", namespace=namespace)).succeeded == 1
     assert get_job(kube_client, "db-migration-10000000", namespace) is None or (
-        kube_client.get(Job, "db-migration-10000000", namespace=namespace).metadata.deletionTimestamp
+        meta(kube_client.get(Job, "db-migration-10000000", namespace=namespace)).deletionTimestamp
     )
 
 
@@ -127,7 +128,7 @@ def test_nothing_is_pruned_after_a_failed_migration(
     assert out.of("prune") == []
     assert get_job(kube_client, "db-migration-10000000", namespace) is not None
     web = kube_client.get(Deployment, "web", namespace=namespace)
-    assert web.spec.template.spec.containers[0].image == "app:1"
+    assert pod_spec(web).containers[0].image == "app:1"
 
 
 def test_completed_job_deleted_by_ttl_is_not_run_again(
@@ -141,7 +142,7 @@ def test_completed_job_deleted_by_ttl_is_not_run_again(
         assert time.monotonic() < deadline, "the TTL controller did not delete the Job"
         time.sleep(0.1)
     parent = kube_client.get(Secret, "krmfn", namespace=namespace)
-    assert f"{namespace}/db-migration-a1b2c3d4=" in parent.metadata.annotations["krmfn.dev/completed-jobs"]
+    assert f"{namespace}/db-migration-a1b2c3d4=" in annotations_of(parent)["krmfn.dev/completed-jobs"]
     out = apply(docs)
     assert out.code == 0, out.error
     assert out.actions()[f"Job.batch {namespace}/db-migration-a1b2c3d4"] == "skipped"

@@ -17,6 +17,7 @@ from lightkube.resources.core_v1 import Pod
 
 from krmfn.yamlio import dump_all_fast
 
+from .objects import created, meta, name_of, present, status_of
 from .runner_fixtures import Apply, deployment, final_wait, job
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 
@@ -60,11 +61,12 @@ def test_staged_deploy_runs_migration_then_rollout_then_warmup(
     migration = kube_client.get(Job, "db-migration", namespace=namespace)
     web = kube_client.get(Deployment, "web", namespace=namespace)
     warmup = kube_client.get(Job, "cache-warmup", namespace=namespace)
-    assert migration.status.succeeded == 1
-    assert web.status.availableReplicas == 2
-    assert warmup.status.succeeded == 1
-    assert migration.status.completionTime <= web.metadata.creationTimestamp
-    assert web.metadata.creationTimestamp <= warmup.metadata.creationTimestamp
+    assert status_of(migration).succeeded == 1
+    assert status_of(web).availableReplicas == 2
+    assert status_of(warmup).succeeded == 1
+    migrated = present(status_of(migration).completionTime, "completionTime of Job db-migration")
+    assert migrated <= created(web)
+    assert created(web) <= created(warmup)
 
 
 def test_failing_migration_stops_the_sequence(apply: Apply, kube_client: Client, namespace: str) -> None:
@@ -97,17 +99,17 @@ def test_step_timeout_fails_the_step_and_names_what_was_pending(
 def test_unchanged_reapply_creates_nothing_new(apply: Apply, kube_client: Client, namespace: str) -> None:
     assert apply(staged()).code == 0
     before = {
-        name: kube_client.get(Job, name, namespace=namespace).metadata.uid
+        name: meta(kube_client.get(Job, name, namespace=namespace)).uid
         for name in ("db-migration", "cache-warmup")
     }
-    pods_before = sorted(p.metadata.name for p in kube_client.list(Pod, namespace=namespace))
+    pods_before = sorted(name_of(p) for p in kube_client.list(Pod, namespace=namespace))
     out = apply(staged())
     assert out.code == 0, out.error
     assert out.actions()[f"Job.batch {namespace}/db-migration"] == "unchanged"
     assert out.actions()[f"Job.batch {namespace}/cache-warmup"] == "unchanged"
-    after = {name: kube_client.get(Job, name, namespace=namespace).metadata.uid for name in before}
+    after = {name: meta(kube_client.get(Job, name, namespace=namespace)).uid for name in before}
     assert after == before
-    assert sorted(p.metadata.name for p in kube_client.list(Pod, namespace=namespace)) == pods_before
+    assert sorted(name_of(p) for p in kube_client.list(Pod, namespace=namespace)) == pods_before
 
 
 def test_interrupted_run_stops_cleanly_and_a_rerun_finishes_without_rerunning_jobs(
@@ -132,14 +134,14 @@ def test_interrupted_run_stops_cleanly_and_a_rerun_finishes_without_rerunning_jo
     error = next(e for e in events if e["type"] == "error")["message"]
     assert error == "interrupted by SIGINT during step step0; nothing was pruned; run again to continue"
     assert not exists(kube_client, Deployment, "web", namespace)
-    uid = kube_client.get(Job, "db-migration", namespace=namespace).metadata.uid
+    uid = meta(kube_client.get(Job, "db-migration", namespace=namespace)).uid
 
     rerun = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert kube_client.get(Job, "db-migration", namespace=namespace).metadata.uid == uid
-    assert kube_client.get(Job, "db-migration", namespace=namespace).status.succeeded == 1
+    assert meta(kube_client.get(Job, "db-migration", namespace=namespace)).uid == uid
+    assert status_of(kube_client.get(Job, "db-migration", namespace=namespace)).succeeded == 1
     assert exists(kube_client, Deployment, "web", namespace)
-    assert kube_client.get(Job, "warmup", namespace=namespace).status.succeeded == 1
+    assert status_of(kube_client.get(Job, "warmup", namespace=namespace)).succeeded == 1
 
 
 def test_sigterm_exits_143(kubeconfig: Path, namespace: str, tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from lightkube.resources.batch_v1 import Job
 from krmfn.export import main as export
 
 from .cluster import Cluster, wait_until
+from .objects import status_of
 
 pytestmark = pytest.mark.cluster
 
@@ -71,7 +72,8 @@ def _install_resourceset_crd(client: Client) -> None:
 
     def established() -> bool:
         got = client.get(CustomResourceDefinition, "resourcesets.fluxcd.controlplane.io")
-        return any(c.type == "Established" and c.status == "True" for c in got.status.conditions or [])
+        conditions = got.status.conditions if got.status else None  # no status yet: not established
+        return any(c.type == "Established" and c.status == "True" for c in conditions or [])
 
     wait_until("ResourceSet CRD Established", established, timeout=30)
 
@@ -201,7 +203,7 @@ def test_kpt_live_counts_a_running_migration_job_as_reconciled(
     migration = kube_client.get(Job, "db-migration", namespace=namespace).to_dict()
     assert migration["status"].get("active") == 1
     assert not migration["status"].get("succeeded")
-    assert kube_client.get(Deployment, "app", namespace=namespace).status.availableReplicas == 2
+    assert status_of(kube_client.get(Deployment, "app", namespace=namespace)).availableReplicas == 2
 
 
 def test_krmfn_apply_waits_for_the_migration_job_to_finish(
