@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from krmfn.export import resourceset
-from krmfn.export.steps import Step
+from krmfn.steps import Step
 
 CRD = Path(__file__).parent / "testdata" / "resourceset-crd.yaml"
 

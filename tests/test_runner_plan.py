@@ -194,3 +194,85 @@ def test_duplicate_objects_are_rejected() -> None:
 def test_unknown_kinds_rank_between_workloads_and_jobs() -> None:
     assert kind_rank("Deployment") < kind_rank("Widget") < kind_rank("Job")
     assert kind_rank("Widget") < kind_rank("ValidatingWebhookConfiguration") < kind_rank("Job")
+
+
+def step_shapes(plan: Any) -> list[tuple[int | None, str, list[str]]]:
+    return [(s.step_index, s.name, [it.key.name for it in s.items]) for s in plan.steps]
+
+
+# The runner's own reading of the step annotations (krmfn.steps.RUNNER); `krmfn export` refuses these.
+@pytest.mark.parametrize(
+    ("docs", "expected"),
+    [
+        pytest.param(
+            [obj("ConfigMap", "loose"), stepped("ConfigMap", "a", -2)],
+            [(-2, "step--2", ["a"]), (None, "default", ["loose"])],
+            id="negative-index-runs-before-the-default-step",
+        ),
+        pytest.param(
+            [obj("ConfigMap", "a", **{"krmfn.dev/step": "pre"})],
+            [(None, "pre", ["a"])],
+            id="objects-without-an-index-may-name-their-step",
+        ),
+        pytest.param(
+            [
+                stepped("ConfigMap", "a", 0, **{"krmfn.dev/step": "rollout"}),
+                stepped("ConfigMap", "b", 0, **{"krmfn.dev/step": "deploy"}),
+            ],
+            [(0, "deploy", ["a", "b"])],
+            id="two-names-for-one-step-the-first-alphabetically-wins",
+        ),
+        pytest.param(
+            [
+                stepped("ConfigMap", "a", 0, **{"krmfn.dev/step": "deploy"}),
+                stepped("ConfigMap", "b", 1, **{"krmfn.dev/step": "deploy"}),
+            ],
+            [(0, "deploy", ["a"]), (1, "deploy", ["b"])],
+            id="two-steps-may-share-a-name",
+        ),
+    ],
+)
+def test_runner_tolerates_what_export_refuses(docs: list[Any], expected: list[Any]) -> None:
+    assert step_shapes(build_plan(docs, namespace="n", default_timeout=1)) == expected
+
+
+@pytest.mark.parametrize(
+    ("docs", "message"),
+    [
+        pytest.param(
+            [
+                obj("ConfigMap", "a", **{"krmfn.dev/step-index": "first"}),
+                obj("ConfigMap", "a"),
+            ],
+            "ConfigMap n/a: krmfn.dev/step-index must be an integer, got 'first'",
+            id="bad-index-before-a-later-duplicate",
+        ),
+        pytest.param(
+            [
+                obj("ConfigMap", "a"),
+                obj("ConfigMap", "a", **{"krmfn.dev/step-index": "first"}),
+            ],
+            r"ConfigMap n/a appears twice in the input \(documents 1 and 2\)",
+            id="duplicate-before-its-own-bad-index",
+        ),
+        pytest.param(
+            [
+                obj("Job", "a", "batch/v1", **{"krmfn.dev/step-timeout": "nope"}),
+                obj("ConfigMap", "z", **{"krmfn.dev/step-timeout": "nope"}),
+            ],
+            "^ConfigMap n/z: ",
+            id="bad-timeouts-reported-in-apply-order",
+        ),
+        pytest.param(
+            [
+                stepped("ConfigMap", "a", 0)
+                | {"metadata": {"name": "a", "annotations": {"krmfn.dev/step-timeout": 0}}}
+            ],
+            "ConfigMap n/a: krmfn.dev/step-timeout must be positive, got 0$",
+            id="yaml-int-shown-as-loaded",
+        ),
+    ],
+)
+def test_the_first_input_error_in_stream_order_is_reported(docs: list[Any], message: str) -> None:
+    with pytest.raises(SourceError, match=message):
+        build_plan(docs, namespace="n", default_timeout=1)

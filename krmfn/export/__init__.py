@@ -3,9 +3,9 @@
     krmfn export resourceset -f rendered.yaml --name NAME -n NS   one Flux Operator ResourceSet
     krmfn export argocd -f rendered.yaml [--hooks]               the stream with Argo CD sync waves
 
-The steps are read from the annotations set-steps writes, grouped by the rules ``krmfn apply`` uses
-(krmfn.export.steps). For kpt live apply no export is needed: set-steps ``emit: [depends-on]`` writes
-the ``config.kubernetes.io/depends-on`` annotations it reads. See docs/engines.md.
+The steps are read from the annotations set-steps writes, grouped by the code ``krmfn apply`` uses
+(krmfn.steps). For kpt live apply no export is needed: set-steps ``emit: [depends-on]`` writes the
+``config.kubernetes.io/depends-on`` annotations it reads. See docs/engines.md.
 """
 
 from __future__ import annotations

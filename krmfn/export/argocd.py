@@ -10,8 +10,8 @@ alias) get Argo CD's ``Force=true,Replace=true`` sync options, its way to recrea
 
 from __future__ import annotations
 
-from krmfn.export.steps import Step, Steps
 from krmfn.kobj import Obj, annotations_of, set_annotation
+from krmfn.steps import Step, Steps
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 HOOK = "argocd.argoproj.io/hook"

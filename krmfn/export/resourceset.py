@@ -16,8 +16,8 @@ from typing import Any
 
 from krmfn.duration import format_duration, parse_duration
 from krmfn.errors import InputError
-from krmfn.export.steps import STEP_ANNOTATIONS, Step, Steps, describe
 from krmfn.kobj import PRESERVED_KEYS, PRESERVED_PREFIXES, Obj
+from krmfn.steps import STEP_ANNOTATIONS, Step, Steps, describe
 from krmfn.yamlio import plain
 
 API_VERSION = "fluxcd.controlplane.io/v1"

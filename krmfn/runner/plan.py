@@ -1,26 +1,41 @@
 """The plan: which objects are applied in which step, in which order. Pure: no cluster access.
 
-Steps come from ``krmfn.dev/step-index`` (written by set-steps); items without it form one step that
-runs first. Within a step, objects are ordered by kind (things others depend on first, Jobs last), then
-namespace and name, the way cli-utils and kustomize order an apply.
+Steps are grouped by krmfn.steps, the code ``krmfn export`` uses too, under its RUNNER rules. Around
+that, this module drops what is not applied (empty documents, local config), defaults namespaces and
+rejects duplicates, and orders the objects of a step by kind (things others depend on first, Jobs
+last), then namespace and name, the way cli-utils and kustomize order an apply.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from krmfn.duration import SECOND, format_duration, parse_duration
+from krmfn import steps
+from krmfn.duration import SECOND, format_duration
 from krmfn.kobj import is_local_config
 from krmfn.runner.errors import SourceError
+from krmfn.steps import STEP, STEP_INDEX, STEP_TIMEOUT, UNSTEPPED, WAIT
 from krmfn.yamlio import plain
 
-STEP = "krmfn.dev/step"
-STEP_INDEX = "krmfn.dev/step-index"
-STEP_TIMEOUT = "krmfn.dev/step-timeout"
-WAIT = "krmfn.dev/wait"
-UNSTEPPED = "default"
+# The annotation names are re-exported: the runner's other modules read them from here.
+__all__ = [
+    "CLUSTER_SCOPED",
+    "STEP",
+    "STEP_INDEX",
+    "STEP_TIMEOUT",
+    "UNSTEPPED",
+    "WAIT",
+    "Item",
+    "Key",
+    "Plan",
+    "Step",
+    "build_plan",
+    "group_of",
+    "key_of",
+    "kind_rank",
+]
 
 # Apply order inside a step. Kinds not listed (custom resources, most other built-ins) sit between
 # the workloads and the webhook configurations; Jobs come last so they see everything they may use.
@@ -141,8 +156,34 @@ def build_plan(
 ) -> Plan:
     """Groups, orders and defaults ``objects``. ``wait`` overrides ``krmfn.dev/wait`` for the last step."""
     flat = [plain(obj) for obj in _flatten(objects)]
-    cluster_kinds = set(CLUSTER_SCOPED) | _cluster_scoped_crds(flat)
-    groups: dict[int | None, list[Item]] = {}
+    grouped = steps.group(
+        _applied(flat, namespace, set(CLUSTER_SCOPED) | _cluster_scoped_crds(flat)),
+        steps.RUNNER,
+        who=lambda obj: str(key_of(obj)),
+        error=SourceError,
+        order=_apply_order,
+    )
+    plan = Plan(
+        [
+            Step(
+                index=position,
+                name=found.name,
+                timeout=default_timeout if found.timeout_seconds is None else found.timeout_seconds,
+                wait=True,
+                items=[Item(obj) for obj in found.items],
+                step_index=found.index,
+            )
+            for position, found in enumerate(grouped.steps)
+        ]
+    )
+    if plan.steps:
+        plan.steps[-1].wait = grouped.wait if wait is None else wait
+    return plan
+
+
+def _applied(flat: list[Any], namespace: str, cluster_kinds: set[str]) -> Iterator[dict[str, Any]]:
+    """The objects to apply, namespaced as they will be. Lazy: ``steps.group`` reads each object's step
+    index as it is yielded, so input errors are reported in stream order."""
     seen: dict[Key, int] = {}
     for position, obj in enumerate(flat):
         _check_object(obj, position)
@@ -159,25 +200,12 @@ def build_plan(
                 f"{key} appears twice in the input (documents {seen[key] + 1} and {position + 1})"
             )
         seen[key] = position
-        groups.setdefault(_step_index(obj, key), []).append(Item(obj))
-    ordered = sorted(groups.items(), key=lambda kv: -1 if kv[0] is None else kv[0])
-    steps = []
-    for position, (step_index, items) in enumerate(ordered):
-        items.sort(key=lambda it: (kind_rank(it.kind), it.key.namespace, it.key.name, it.key.group))
-        steps.append(
-            Step(
-                index=position,
-                name=_step_name(items, step_index),
-                timeout=_step_timeout(items, default_timeout),
-                wait=True,
-                items=items,
-                step_index=step_index,
-            )
-        )
-    if steps:
-        last = steps[-1]
-        last.wait = wait if wait is not None else any(it.annotations.get(WAIT) == "true" for it in last.items)
-    return Plan(steps)
+        yield obj
+
+
+def _apply_order(obj: dict[str, Any]) -> tuple[int, str, str, str]:
+    key = key_of(obj)
+    return (kind_rank(key.kind), key.namespace, key.name, key.group)
 
 
 def _flatten(objects: Iterable[Any]) -> Iterable[Any]:
@@ -210,37 +238,3 @@ def _cluster_scoped_crds(objs: list[Any]) -> set[str]:
             if spec.get("scope") == "Cluster":
                 kinds.add(str((spec.get("names") or {}).get("kind", "")))
     return kinds
-
-
-def _step_index(obj: dict[str, Any], key: Key) -> int | None:
-    raw = (obj["metadata"].get("annotations") or {}).get(STEP_INDEX)
-    if raw is None:
-        return None
-    try:
-        return int(str(raw))
-    except ValueError:
-        raise SourceError(f"{key}: {STEP_INDEX} must be an integer, got {raw!r}") from None
-
-
-def _step_name(items: list[Item], step_index: int | None) -> str:
-    names = sorted({str(it.annotations[STEP]) for it in items if it.annotations.get(STEP)})
-    if names:
-        return names[0]
-    return UNSTEPPED if step_index is None else f"step-{step_index}"
-
-
-def _step_timeout(items: list[Item], default: float) -> float:
-    """The longest ``krmfn.dev/step-timeout`` of the step's items (set-steps writes one value per step)."""
-    found = []
-    for item in items:
-        raw = item.annotations.get(STEP_TIMEOUT)
-        if raw is None:
-            continue
-        try:
-            nanos = parse_duration(str(raw))
-        except ValueError as err:
-            raise SourceError(f"{item.key}: {STEP_TIMEOUT}: {err}") from None
-        if nanos <= 0:
-            raise SourceError(f"{item.key}: {STEP_TIMEOUT} must be positive, got {raw!r}")
-        found.append(nanos / SECOND)
-    return max(found) if found else default
