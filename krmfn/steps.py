@@ -4,11 +4,12 @@ both run the same order.
 
     group(objects, rules) -> Steps     objects in steps, steps in krmfn.dev/step-index order
 
-Shared: objects without a step index form one step that goes first; a step's name is its
-``krmfn.dev/step`` (else ``step-N``, or ``default`` for the unindexed objects); its timeout the longest
+The rules: ``krmfn.dev/step-index`` is a whole number (digits only, as set-steps writes it); objects
+without one form a step that goes first. A step's name is its ``krmfn.dev/step`` (else ``step-N``, or
+``default`` for the unindexed objects); one step has one name and two steps never share one, since a
+stream that breaks either was not rendered by one set-steps run. Its timeout is the longest
 ``krmfn.dev/step-timeout``, which must be positive; the final step is health-checked only when one of
-its objects says ``krmfn.dev/wait: "true"``. Where the two commands have always read the annotations
-differently, ``Rules`` says how, and RUNNER and EXPORT keep each command's reading.
+its objects says ``krmfn.dev/wait: "true"``.
 """
 
 from __future__ import annotations
@@ -27,35 +28,6 @@ STEP_TIMEOUT = "krmfn.dev/step-timeout"
 WAIT = "krmfn.dev/wait"
 STEP_ANNOTATIONS = (STEP, STEP_INDEX, STEP_TIMEOUT, WAIT)
 UNSTEPPED = "default"
-
-
-@dataclass(frozen=True)
-class Rules:
-    whole_index: bool
-    """``krmfn.dev/step-index`` must be digits only. Otherwise anything ``int()`` reads is an index: a
-    sign, surrounding spaces, ``1_0``. A negative index sorts before the unindexed step, except -1,
-    which ties with it (the one met first in the stream goes first)."""
-    name_unstepped: bool
-    """The unindexed objects' step takes a ``krmfn.dev/step`` name like any other; otherwise it is
-    always ``default``."""
-    strict_names: bool
-    """Two ``krmfn.dev/step`` names in one step, or one name on two steps, are errors. Otherwise the
-    alphabetically first name of a step wins and two steps may share a name."""
-    label: str
-    """Written before an annotation key in error messages."""
-    quote_text: bool
-    """Error messages quote a bad value as text (``'0'``); otherwise as loaded (``0`` for a YAML int)."""
-
-    def show(self, raw: Any) -> str:
-        return repr(str(raw)) if self.quote_text else repr(raw)
-
-
-# The two readings as each command shipped them; aligning them would change what one command accepts
-# or prints, so it is a decision of its own, not a refactoring.
-RUNNER = Rules(whole_index=False, name_unstepped=True, strict_names=False, label="", quote_text=False)
-EXPORT = Rules(
-    whole_index=True, name_unstepped=False, strict_names=True, label="annotation ", quote_text=True
-)
 
 
 @dataclass
@@ -94,7 +66,6 @@ def describe(obj: Obj) -> str:
 
 def group(
     objects: Iterable[Obj],
-    rules: Rules,
     *,
     who: Callable[[Obj], str] = describe,
     error: type[KrmfnError] = InputError,
@@ -109,43 +80,33 @@ def group(
     """
     by_index: dict[int | None, list[Obj]] = {}
     for obj in objects:
-        by_index.setdefault(_index(obj, rules, who, error), []).append(obj)
+        by_index.setdefault(_index(obj, who, error), []).append(obj)
     steps = []
     for index, items in sorted(by_index.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
         if order is not None:
             items.sort(key=order)
-        name = _name(items, index, rules, error)
-        steps.append(Step(index, name, _timeout(items, rules, who, error), items))
-    if rules.strict_names:
-        _check_unique_names(steps, error)
+        steps.append(Step(index, _name(items, index, error), _timeout(items, who, error), items))
+    _check_unique_names(steps, error)
     wait = bool(steps) and any(str(annotations_of(obj).get(WAIT, "")) == "true" for obj in steps[-1].items)
     return Steps(steps, wait)
 
 
-def _index(obj: Obj, rules: Rules, who: Callable[[Obj], str], error: type[KrmfnError]) -> int | None:
+def _index(obj: Obj, who: Callable[[Obj], str], error: type[KrmfnError]) -> int | None:
     raw = annotations_of(obj).get(STEP_INDEX)
     if raw is None:
         return None
     text = str(raw)
-    if rules.whole_index:
-        if text.isdigit():
-            return int(text)
-    else:
-        try:
-            return int(text)
-        except ValueError:
-            pass
-    number = "a whole number" if rules.whole_index else "an integer"
-    raise error(f"{who(obj)}: {rules.label}{STEP_INDEX} must be {number}, got {rules.show(raw)}")
+    if text.isascii() and text.isdigit():
+        return int(text)
+    raise error(f"{who(obj)}: annotation {STEP_INDEX} must be a whole number, got {text!r}")
 
 
-def _name(items: list[Obj], index: int | None, rules: Rules, error: type[KrmfnError]) -> str:
-    if index is None and not rules.name_unstepped:
-        return UNSTEPPED
+def _name(items: list[Obj], index: int | None, error: type[KrmfnError]) -> str:
     names = sorted({str(annotations_of(obj)[STEP]) for obj in items if annotations_of(obj).get(STEP)})
-    if rules.strict_names and len(names) > 1:
+    if len(names) > 1:
+        where = "the objects without a step-index" if index is None else f"the objects of step-index {index}"
         raise error(
-            f"step index {index} has more than one {STEP} name ({', '.join(names)}); "
+            f"{where} carry more than one {STEP} name ({', '.join(names)}); "
             "re-run set-steps on the whole stream"
         )
     if names:
@@ -153,9 +114,7 @@ def _name(items: list[Obj], index: int | None, rules: Rules, error: type[KrmfnEr
     return UNSTEPPED if index is None else f"step-{index}"
 
 
-def _timeout(
-    items: list[Obj], rules: Rules, who: Callable[[Obj], str], error: type[KrmfnError]
-) -> str | None:
+def _timeout(items: list[Obj], who: Callable[[Obj], str], error: type[KrmfnError]) -> str | None:
     longest: tuple[int, str] | None = None
     for obj in items:
         raw = annotations_of(obj).get(STEP_TIMEOUT)
@@ -165,9 +124,9 @@ def _timeout(
         try:
             nanos = parse_duration(text)
         except ValueError as err:
-            raise error(f"{who(obj)}: {rules.label}{STEP_TIMEOUT}: {err}") from None
+            raise error(f"{who(obj)}: annotation {STEP_TIMEOUT}: {err}") from None
         if nanos <= 0:
-            raise error(f"{who(obj)}: {rules.label}{STEP_TIMEOUT} must be positive, got {rules.show(raw)}")
+            raise error(f"{who(obj)}: annotation {STEP_TIMEOUT} must be positive, got {text!r}")
         if longest is None or nanos > longest[0]:
             longest = (nanos, text)
     return None if longest is None else longest[1]

@@ -1,4 +1,4 @@
-"""krmfn.steps: the one grouping of a rendered stream into steps, under the runner's and export's rules.
+"""krmfn.steps: the one grouping of a rendered stream into steps, for krmfn apply/plan and krmfn export.
 
 Each case lists objects as ``(name, annotations)`` and the expected grouping as
 ``[(step-index, name, timeout, [object names])]`` plus the final step's wait, or the exact error.
@@ -13,7 +13,6 @@ import pytest
 
 from krmfn import steps
 from krmfn.errors import InputError, KrmfnError
-from krmfn.steps import EXPORT, RUNNER, Rules
 
 IDX, NAME, TIMEOUT, WAIT = steps.STEP_INDEX, steps.STEP, steps.STEP_TIMEOUT, steps.WAIT
 Group = list[tuple[int | None, str, str | None, list[str]]]
@@ -30,8 +29,7 @@ def summary(found: steps.Steps) -> tuple[Group, bool]:
     return shape, found.wait
 
 
-# Where the runner and export read a stream alike.
-SHARED = [
+GROUPED = [
     pytest.param(
         [cm("c", step_index="10"), cm("b", step_index="2"), cm("a", step_index="0")],
         ([(0, "step-0", None, ["a"]), (2, "step-2", None, ["b"]), (10, "step-10", None, ["c"])], False),
@@ -91,138 +89,129 @@ SHARED = [
 ]
 
 
-@pytest.mark.parametrize("rules", [RUNNER, EXPORT], ids=["runner", "export"])
-@pytest.mark.parametrize(("objects", "expected"), SHARED)
-def test_both_rule_sets_group_alike(
-    rules: Rules, objects: list[dict[str, Any]], expected: tuple[Group, bool]
-) -> None:
-    assert summary(steps.group(objects, rules)) == expected
+@pytest.mark.parametrize(("objects", "expected"), GROUPED)
+def test_grouping(objects: list[dict[str, Any]], expected: tuple[Group, bool]) -> None:
+    assert summary(steps.group(objects)) == expected
 
 
-# Where they have always differed; each side keeps its reading (see Rules).
-DIFFERENT = [
+REFUSED = [
     pytest.param(
         [cm("a", step_index="+1")],
-        ([(1, "step-1", None, ["a"])], False),
         "ConfigMap a: annotation krmfn.dev/step-index must be a whole number, got '+1'",
         id="index-with-a-sign",
     ),
     pytest.param(
         [cm("a", step_index=" 2 ")],
-        ([(2, "step-2", None, ["a"])], False),
         "ConfigMap a: annotation krmfn.dev/step-index must be a whole number, got ' 2 '",
         id="index-with-spaces",
     ),
     pytest.param(
         [cm("loose"), cm("a", step_index="-2")],
-        ([(-2, "step--2", None, ["a"]), (None, "default", None, ["loose"])], False),
         "ConfigMap a: annotation krmfn.dev/step-index must be a whole number, got '-2'",
-        id="negative-index-goes-before-the-default-step",
+        id="negative-index",
+    ),
+    pytest.param(
+        [cm("a", step_index="\u00b2")],
+        "ConfigMap a: annotation krmfn.dev/step-index must be a whole number, got '\u00b2'",
+        id="a-superscript-digit-is-not-a-number",
     ),
     pytest.param(
         [cm("a", step_index="first")],
-        "ConfigMap a: krmfn.dev/step-index must be an integer, got 'first'",
         "ConfigMap a: annotation krmfn.dev/step-index must be a whole number, got 'first'",
         id="index-not-a-number",
     ),
     pytest.param(
         [cm("a", step_index=1.5)],
-        "ConfigMap a: krmfn.dev/step-index must be an integer, got 1.5",
         "ConfigMap a: annotation krmfn.dev/step-index must be a whole number, got '1.5'",
         id="index-loaded-as-a-yaml-float",
     ),
     pytest.param(
-        [cm("a", step="pre")],
-        ([(None, "pre", None, ["a"])], False),
-        ([(None, "default", None, ["a"])], False),
-        id="objects-without-an-index-that-name-a-step",
-    ),
-    pytest.param(
         [cm("a", step_index="0", step="rollout"), cm("b", step_index="0", step="deploy")],
-        ([(0, "deploy", None, ["a", "b"])], False),
-        "step index 0 has more than one krmfn.dev/step name (deploy, rollout); "
+        "the objects of step-index 0 carry more than one krmfn.dev/step name (deploy, rollout); "
         "re-run set-steps on the whole stream",
         id="two-names-for-one-step",
     ),
     pytest.param(
+        [cm("a", step="pre"), cm("b", step="post")],
+        "the objects without a step-index carry more than one krmfn.dev/step name (post, pre); "
+        "re-run set-steps on the whole stream",
+        id="two-names-for-the-unindexed-step",
+    ),
+    pytest.param(
         [cm("a", step_index="0", step="deploy"), cm("b", step_index="1", step="deploy")],
-        ([(0, "deploy", None, ["a"]), (1, "deploy", None, ["b"])], False),
         "two steps are named 'deploy' (step-index 0, step-index 1); step names must be unique",
         id="one-name-for-two-steps",
     ),
     pytest.param(
         [cm("loose"), cm("a", step_index="0", step="default")],
-        ([(None, "default", None, ["loose"]), (0, "default", None, ["a"])], False),
         "two steps are named 'default' (no step-index, step-index 0); step names must be unique",
         id="a-step-named-default-beside-the-default-step",
     ),
     pytest.param(
         [cm("a", step_index="0", step_timeout="5 minutes")],
-        'ConfigMap a: krmfn.dev/step-timeout: time: unknown unit " minutes" in duration "5 minutes"',
         "ConfigMap a: annotation krmfn.dev/step-timeout: "
         'time: unknown unit " minutes" in duration "5 minutes"',
         id="timeout-not-a-duration",
     ),
     pytest.param(
         [cm("a", step_index="0", step_timeout="0s")],
-        "ConfigMap a: krmfn.dev/step-timeout must be positive, got '0s'",
         "ConfigMap a: annotation krmfn.dev/step-timeout must be positive, got '0s'",
         id="zero-timeout",
     ),
     pytest.param(
         [cm("a", step_index="0", step_timeout=0)],
-        "ConfigMap a: krmfn.dev/step-timeout must be positive, got 0",
         "ConfigMap a: annotation krmfn.dev/step-timeout must be positive, got '0'",
         id="zero-timeout-loaded-as-a-yaml-int",
     ),
 ]
 
 
-@pytest.mark.parametrize(("objects", "runner", "export"), DIFFERENT)
-def test_runner_and_export_readings_differ(
-    objects: list[dict[str, Any]], runner: tuple[Group, bool] | str, export: tuple[Group, bool] | str
+@pytest.mark.parametrize(("objects", "message"), REFUSED)
+def test_streams_no_single_set_steps_run_writes_are_refused(
+    objects: list[dict[str, Any]], message: str
 ) -> None:
-    for rules, expected in ((RUNNER, runner), (EXPORT, export)):
-        if isinstance(expected, str):
-            with pytest.raises(InputError) as raised:
-                steps.group(objects, rules)
-            assert str(raised.value) == expected
-        else:
-            assert summary(steps.group(objects, rules)) == expected
+    with pytest.raises(InputError) as raised:
+        steps.group(objects)
+    assert str(raised.value) == message
+
+
+def test_objects_without_an_index_may_name_their_step() -> None:
+    assert summary(steps.group([cm("a", step="pre"), cm("b", step_index="0")])) == (
+        [(None, "pre", None, ["a"]), (0, "step-0", None, ["b"])],
+        False,
+    )
 
 
 class Refused(KrmfnError):
     pass
 
 
-@pytest.mark.parametrize("rules", [RUNNER, EXPORT], ids=["runner", "export"])
-def test_the_caller_names_objects_and_picks_the_error_class(rules: Rules) -> None:
+def test_the_caller_names_objects_and_picks_the_error_class() -> None:
     with pytest.raises(Refused, match=r"^the object: .*krmfn.dev/step-index must be"):
-        steps.group([cm("a", step_index="x")], rules, who=lambda obj: "the object", error=Refused)
+        steps.group([cm("a", step_index="x")], who=lambda obj: "the object", error=Refused)
 
 
 def test_order_sorts_each_step_before_timeouts_are_read() -> None:
     objects = [cm("b", step_index="0", step_timeout="-1s"), cm("a", step_index="0", step_timeout="nope")]
     with pytest.raises(InputError, match=r"^ConfigMap b: "):
-        steps.group(objects, RUNNER)
+        steps.group(objects)
     with pytest.raises(InputError, match=r"^ConfigMap a: "):
-        steps.group(objects, RUNNER, order=lambda obj: obj["metadata"]["name"])
+        steps.group(objects, order=lambda obj: obj["metadata"]["name"])
 
 
 def test_ordered_items_are_the_callers_objects_not_copies() -> None:
     objects = [cm("b", step_index="0"), cm("a", step_index="0")]
-    [step] = steps.group(objects, EXPORT, order=lambda obj: obj["metadata"]["name"]).steps
+    [step] = steps.group(objects, order=lambda obj: obj["metadata"]["name"]).steps
     assert [id(o) for o in step.items] == [id(objects[1]), id(objects[0])]
 
 
-@pytest.mark.parametrize("rules", [RUNNER, EXPORT], ids=["runner", "export"])
-def test_objects_are_read_one_at_a_time(rules: Rules) -> None:
+def test_objects_are_read_one_at_a_time() -> None:
     def stream() -> Iterator[dict[str, Any]]:
         yield cm("a", step_index="bad")
         raise AssertionError("read past the object that is in error")
 
     with pytest.raises(InputError, match=r"^ConfigMap a: "):
-        steps.group(stream(), rules)
+        steps.group(stream())
 
 
 @pytest.mark.parametrize(

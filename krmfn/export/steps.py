@@ -1,4 +1,4 @@
-"""The steps ``krmfn export`` hands to another engine: krmfn.steps' grouping under its EXPORT rules.
+"""The steps ``krmfn export`` hands to another engine: krmfn.steps' grouping, as ``krmfn apply`` reads it.
 
 The grouping is the one ``krmfn apply`` uses, so every engine runs the same order: steps in
 ``krmfn.dev/step-index`` order, objects without the annotation in one step named ``default`` that goes
@@ -18,7 +18,7 @@ from krmfn.steps import Steps, describe
 
 
 def group(objects: Iterable[Obj]) -> Steps:
-    found = steps.group(_once(objects), steps.EXPORT)
+    found = steps.group(_once(objects))
     if not found.steps:
         raise InputError("the input holds no resources")
     return found

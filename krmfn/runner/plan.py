@@ -1,6 +1,6 @@
 """The plan: which objects are applied in which step, in which order. Pure: no cluster access.
 
-Steps are grouped by krmfn.steps, the code ``krmfn export`` uses too, under its RUNNER rules. Around
+Steps are grouped by krmfn.steps, the code ``krmfn export`` uses too, so both read one order. Around
 that, this module drops what is not applied (empty documents, local config), defaults namespaces and
 rejects duplicates, and orders the objects of a step by kind (things others depend on first, Jobs
 last), then namespace and name, the way cli-utils and kustomize order an apply.
@@ -158,7 +158,6 @@ def build_plan(
     flat = [plain(obj) for obj in _flatten(objects)]
     grouped = steps.group(
         _applied(flat, namespace, set(CLUSTER_SCOPED) | _cluster_scoped_crds(flat)),
-        steps.RUNNER,
         who=lambda obj: str(key_of(obj)),
         error=SourceError,
         order=_apply_order,
