@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from e2e import env
+from e2e import by_identity, env, tool
+
+from krmfn.yamlio import load_all_fast
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,6 +31,34 @@ def test_function_benchmarks_run_and_print_tables() -> None:
         assert f"### {title}" in proc.stdout
     assert "| `krmfn-hash-job-names` |" in proc.stdout
     assert "| 30 | kustomize build \\| krmfn-render --fn-config (pipe) | 1 |" in proc.stdout
+
+
+@pytest.mark.e2e
+def test_the_pipe_and_the_exec_transformer_variants_render_the_same_objects(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("bench_functions", ROOT / "bench" / "functions.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    variants = bench.kustomize_dirs(tmp_path, 40)
+    kustomize = tool("kustomize")
+    rendered = {}
+    for label in (bench.PIPE, bench.RENDER_EXEC, bench.SIX_EXEC):
+        directory, command = variants[label]
+        proc = subprocess.run(
+            [kustomize if arg == "KUSTOMIZE" else arg for arg in command],
+            cwd=directory,
+            env={**env(), "KUSTOMIZE": kustomize},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        rendered[label] = by_identity([o for o in load_all_fast(proc.stdout) if o])
+    assert len(rendered[bench.PIPE]) == 40
+    assert rendered[bench.PIPE] == rendered[bench.RENDER_EXEC] == rendered[bench.SIX_EXEC]
+    jobs = [name for kind, _, name in rendered[bench.PIPE] if kind == "Job"]
+    assert jobs and all(re.fullmatch(r"migrate-\d+-[0-9a-f]{8}", name) for name in jobs)
 
 
 @pytest.mark.cluster
