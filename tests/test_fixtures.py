@@ -8,7 +8,7 @@ import re
 import pytest
 from fixture_harness import Case, discover, load_function, resource_list_text
 
-from krmfn.yamlio import _load_fast
+from krmfn.yamlio import _load_fast, load_all_fast
 
 CASES = discover()
 UPDATE = bool(os.environ.get("KRMFN_UPDATE_FIXTURES"))
@@ -51,3 +51,34 @@ def test_fixture(case: Case) -> None:
 
     again = function.outcome(first.text, modes[0])
     assert _strip_results(again.text) == _strip_results(first.text), "not idempotent: f(f(x)) != f(x)"
+
+
+def _stream_cases() -> list[Case]:
+    """Cases whose input is a plain stream read on the fast path: each also runs as a pipe would."""
+    cases = []
+    for case in CASES:
+        mode_file = case.path / "mode"
+        if mode_file.exists() and mode_file.read_text().strip() != "fast":
+            continue
+        docs = [d for d in load_all_fast((case.path / "input.yaml").read_text()) if d is not None]
+        if docs and all(isinstance(d, dict) and d.get("kind") != "ResourceList" for d in docs):
+            cases.append(case)
+    return cases
+
+
+STREAM_CASES = _stream_cases()
+
+
+@pytest.mark.parametrize("case", STREAM_CASES, ids=[c.id for c in STREAM_CASES])
+def test_fixture_as_a_plain_stream_matches_the_resource_list(case: Case) -> None:
+    function = load_function(case.function)
+    config_path = case.path / "config.yaml"
+    fn_config = next(iter(load_all_fast(config_path.read_text()))) if config_path.exists() else None
+    as_list = function.outcome(resource_list_text(case), "fast")
+    as_stream = function.outcome((case.path / "input.yaml").read_text(), None, fn_config)
+    assert as_stream.code == as_list.code
+    assert [r.to_dict() for r in as_stream.results] == [r.to_dict() for r in as_list.results]
+    if as_list.code:
+        assert as_stream.text == "", "a refused stream must not reach stdout"
+    else:
+        assert list(load_all_fast(as_stream.text)) == _load_fast(as_list.text)["items"]
