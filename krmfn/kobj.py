@@ -153,3 +153,12 @@ def file_of(obj: Obj) -> dict[str, Any] | None:
     if index is not None and str(index).isdigit():
         found["index"] = int(str(index))
     return found
+
+
+def is_list_kind(doc: Any) -> bool:
+    """A ``v1 List`` or ``<Kind>List`` wrapper (``kubectl get -o yaml``), whose items are the objects."""
+    return (
+        isinstance(doc, dict)
+        and str(doc.get("kind", "")).endswith("List")
+        and isinstance(doc.get("items"), list)
+    )

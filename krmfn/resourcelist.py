@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from krmfn.errors import ResourceListError
-from krmfn.kobj import Obj, ref_of
+from krmfn.kobj import Obj, is_list_kind, ref_of
 from krmfn.limits import Limits
 from krmfn.results import Results
 from krmfn.yamlio import Mode, dump, dump_all_fast, load, load_documents
@@ -77,21 +77,20 @@ def _looks_like_object(doc: Any) -> bool:
 
 
 def _stream(docs: list[Any], limits: Limits) -> ResourceList:
-    _check_count(len(docs), limits)
+    items: list[Any] = []
     for index, doc in enumerate(docs):
-        problem = _LIST_PROBLEM if _is_list(doc) else item_problem(doc)
-        if problem:
-            raise ResourceListError(f"document {index + 1}{_describe(doc)}: {problem}")
-    rl = ResourceList(items=docs, stream=True)
-    rl.root = {"apiVersion": API_VERSIONS[0], "kind": "ResourceList", "items": docs}
+        # kubectl applies a List's items (`kubectl get -o yaml` prints a List); so does krmfn apply.
+        wrapped = is_list_kind(doc)
+        for position, item in enumerate(doc["items"] if wrapped else [doc]):
+            problem = item_problem(item)
+            if problem:
+                where = f"document {index + 1}" + (f", item {position + 1}" if wrapped else "")
+                raise ResourceListError(f"{where}{_describe(item)}: {problem}")
+            items.append(item)
+    _check_count(len(items), limits)
+    rl = ResourceList(items=items, stream=True)
+    rl.root = {"apiVersion": API_VERSIONS[0], "kind": "ResourceList", "items": items}
     return rl
-
-
-_LIST_PROBLEM = "a List (as `kubectl get -o yaml` prints) is not read; give its items as separate documents"
-
-
-def _is_list(doc: Any) -> bool:
-    return isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list)
 
 
 def _check_count(count: int, limits: Limits) -> None:

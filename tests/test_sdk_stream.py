@@ -96,8 +96,8 @@ def test_an_error_leaves_stdout_empty_so_a_pipe_applies_nothing(tmp_path: Path) 
         ),
         (dump_all_fast([OBJECTS[0], ["a", "list"]]), "document 2: an item must be a mapping"),
         (
-            dump_all_fast([{"apiVersion": "v1", "kind": "List", "items": OBJECTS}]),
-            "a List (as `kubectl get -o yaml` prints) is not read",
+            dump_all_fast([{"apiVersion": "v1", "kind": "List", "items": [OBJECTS[0], {"kind": "Job"}]}]),
+            "document 1, item 2 (Job): apiVersion is required",
         ),
         (
             dump_all_fast(
@@ -166,3 +166,10 @@ def test_validate_jobs_in_a_pipe_stops_a_bad_job_reaching_kubectl() -> None:
     assert (proc.returncode, proc.stdout) == (1, "")
     assert "Job migrate" in proc.stderr
     assert "spec.template.spec.restartPolicy" in proc.stderr
+
+
+def test_lists_are_read_as_their_items_as_kubectl_and_krmfn_apply_read_them(config_file: str) -> None:
+    listed = {"apiVersion": "v1", "kind": "ConfigMapList", "items": OBJECTS[1:]}
+    code, out, _ = main(["--fn-config", config_file], dump_all_fast([OBJECTS[0], listed]))
+    assert code == 0
+    assert [d["metadata"]["name"] for d in load_all_fast(out)] == ["c0", "c1", "c2"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from krmfn import steps
 from krmfn.duration import SECOND, format_duration
-from krmfn.kobj import is_local_config
+from krmfn.kobj import is_list_kind, is_local_config
 from krmfn.runner.errors import SourceError
 from krmfn.steps import STEP, STEP_INDEX, STEP_TIMEOUT, UNSTEPPED, WAIT
 from krmfn.yamlio import plain
@@ -211,8 +211,8 @@ def _flatten(objects: Iterable[Any]) -> Iterable[Any]:
     for obj in objects:
         if obj is None:
             continue  # empty documents between `---` separators
-        if isinstance(obj, dict) and str(obj.get("kind", "")).endswith("List") and "items" in obj:
-            yield from _flatten(obj.get("items") or [])
+        if is_list_kind(obj):
+            yield from _flatten(obj["items"])
         else:
             yield obj
 
