@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -23,13 +24,18 @@ def plain_kustomization(source: Path, namespace: str) -> list[str]:
     return [*kustomization["transformers"], *kustomization["validators"]]
 
 
-def pipeline(source: Path, configs: list[str], kubeconfig: Path) -> subprocess.CompletedProcess[str]:
+def pipeline(
+    source: Path, configs: list[str], kubeconfig: Path, sink: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """kustomize build | each function | ``sink`` (default: ``kubectl apply --server-side -f -``)."""
     stages = [f"{shlex.quote(tool('kustomize'))} build ."]
     for config in configs:
         spec = next(load_all_fast((source / config).read_text()))["metadata"]["annotations"]
         exec_path = next(load_all_fast(spec["config.kubernetes.io/function"]))["exec"]["path"]
         stages.append(f"{exec_path} --fn-config {config}")
-    stages.append(f"{shlex.quote(tool('kubectl'))} --kubeconfig {kubeconfig} apply --server-side -f -")
+    stages.append(
+        sink or f"{shlex.quote(tool('kubectl'))} --kubeconfig {kubeconfig} apply --server-side -f -"
+    )
     return subprocess.run(
         ["bash", "-o", "pipefail", "-c", " | ".join(stages)],
         cwd=source,
@@ -91,3 +97,18 @@ def test_a_validation_error_in_the_pipe_applies_nothing(
     )
     assert "job.batch/" not in listed.stdout
     assert "deployment.apps/" not in listed.stdout
+
+
+def test_the_staged_deploy_pipe_into_krmfn_apply_runs_the_steps_in_order(
+    kubeconfig: Path, namespace: str, tmp_path: Path
+) -> None:
+    source = derive_source(PACKAGE, tmp_path / "repo")
+    configs = plain_kustomization(source, namespace)
+    done = pipeline(
+        source, configs, kubeconfig, f"krmfn apply -f - -n {namespace} --kubeconfig {kubeconfig} -o json"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    steps = [(e["name"], e["result"]) for e in events if e["type"] == "step-done"]
+    assert steps == [("pre-deploy", "healthy"), ("deploy", "healthy"), ("post-deploy", "healthy")], steps
+    assert events[-1]["type"] == "result" and events[-1]["ok"] is True
