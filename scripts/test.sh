@@ -13,6 +13,7 @@ KUSTOMIZE=$(bash scripts/install-kustomize.sh)
 export KRMFN_KUSTOMIZE="$KUSTOMIZE"
 KRMFN_CLUSTER_BIN=$(bash tests/cluster/build.sh)
 export KRMFN_CLUSTER_BIN
+bash scripts/fetch-resourceset-crd.sh >/dev/null  # the export tests' Flux Operator CRD, into the cache
 # A real OCI registry for set-image's registry lookups (Debian's docker-registry package).
 if ! command -v docker-registry >/dev/null; then
   if [ "$(id -u)" = 0 ]; then

@@ -5,6 +5,7 @@ Example packages are committed rendered; ``derive_source`` gives back the source
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -41,6 +42,18 @@ def tool(name: str) -> str:
             f"or put {name} on PATH"
         )
     return found
+
+
+@functools.cache
+def resourceset_crd() -> Path:
+    """The Flux Operator ResourceSet CRD, fetched from the Go module proxy by scripts/ into the cache."""
+    script = ROOT / "scripts" / "fetch-resourceset-crd.sh"
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=600, check=False)
+    if proc.returncode != 0:
+        raise AssertionError(
+            f"{script.relative_to(ROOT)} failed (it needs Go and the module proxy):\n{proc.stderr}"
+        )
+    return Path(proc.stdout.strip())
 
 
 def env() -> dict[str, str]:

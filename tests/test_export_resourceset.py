@@ -1,4 +1,4 @@
-"""The ResourceSet export agrees with the operator: the vendored CRD's limits, and its Go templating."""
+"""The ResourceSet export agrees with the operator: its CRD's limits, and its Go templating."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
+from e2e import resourceset_crd
 
 from krmfn.export import resourceset
 from krmfn.steps import Step
-
-CRD = Path(__file__).parent / "testdata" / "resourceset-crd.yaml"
 
 # What the operator does to every embedded resource (internal/builder/resourceset.go, BuildResource):
 # the object is written as YAML, then run through text/template with the delimiters << and >>.
@@ -68,7 +67,7 @@ STYLES = [None, '"', "'", "|"]
 
 
 def _spec_schema() -> dict[str, Any]:
-    docs = [d for d in yaml.safe_load_all(CRD.read_text()) if d]
+    docs = [d for d in yaml.safe_load_all(resourceset_crd().read_text()) if d]
     [version] = docs[0]["spec"]["versions"]
     spec: dict[str, Any] = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
     return spec

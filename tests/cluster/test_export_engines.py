@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+from e2e import resourceset_crd
 from lightkube import ApiError, Client, codecs
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
@@ -67,7 +68,7 @@ def render(tmp_path: Path, namespace: str, migration_runs_for: str = "") -> Path
 
 def _install_resourceset_crd(client: Client) -> None:
     # Left installed: CRDs are cluster-wide and their deletion is asynchronous.
-    [crd] = codecs.load_all_yaml((TESTDATA / "resourceset-crd.yaml").read_text())
+    [crd] = codecs.load_all_yaml(resourceset_crd().read_text())
     client.apply(crd, force=True)
 
     def established() -> bool:
