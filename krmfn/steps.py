@@ -91,14 +91,17 @@ def group(
     return Steps(steps, wait)
 
 
+def index_of(obj: Obj) -> int | None:
+    """The object's ``krmfn.dev/step-index``; None when it has none or it is not a whole number."""
+    text = str(annotations_of(obj).get(STEP_INDEX, ""))
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 def _index(obj: Obj, who: Callable[[Obj], str], error: type[KrmfnError]) -> int | None:
-    raw = annotations_of(obj).get(STEP_INDEX)
-    if raw is None:
-        return None
-    text = str(raw)
-    if text.isascii() and text.isdigit():
-        return int(text)
-    raise error(f"{who(obj)}: annotation {STEP_INDEX} must be a whole number, got {text!r}")
+    index, raw = index_of(obj), annotations_of(obj).get(STEP_INDEX)
+    if index is None and raw is not None:
+        raise error(f"{who(obj)}: annotation {STEP_INDEX} must be a whole number, got {str(raw)!r}")
+    return index
 
 
 def _name(items: list[Obj], index: int | None, error: type[KrmfnError]) -> str:

@@ -34,9 +34,10 @@ from krmfn.runner.errors import (
 from krmfn.runner.events import Apply, ApplyAction, Error, Event, Prune, Status, StepDone, StepStart, Wait
 from krmfn.runner.inventory import Inventory
 from krmfn.runner.lock import LEASE
-from krmfn.runner.plan import STEP_INDEX, Item, Key, Plan, Step, key_of, kind_rank
+from krmfn.runner.plan import Item, Key, Plan, Step, key_of, kind_rank
 from krmfn.runner.status import Health, health
 from krmfn.runner.waiter import Watched, Watcher
+from krmfn.steps import index_of
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -522,9 +523,8 @@ class Runner:
 
         def order(entry: tuple[dict[str, Any], Resource]) -> tuple[int, int, Key]:
             obj = entry[0]
-            raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(STEP_INDEX, "-1")
-            index = int(raw) if str(raw).lstrip("-").isdigit() else -1
-            return (-index, -kind_rank(str(obj.get("kind"))), key_of(obj))
+            index = index_of(obj)  # later steps first; the unindexed first step goes last
+            return (1 if index is None else -index, -kind_rank(str(obj.get("kind"))), key_of(obj))
 
         remaining: list[Key] = []
         for obj, res in sorted(found, key=order):

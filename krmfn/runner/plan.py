@@ -16,26 +16,7 @@ from krmfn import steps
 from krmfn.duration import SECOND, format_duration
 from krmfn.kobj import is_list_kind, is_local_config
 from krmfn.runner.errors import SourceError
-from krmfn.steps import STEP, STEP_INDEX, STEP_TIMEOUT, UNSTEPPED, WAIT
 from krmfn.yamlio import plain
-
-# The annotation names are re-exported: the runner's other modules read them from here.
-__all__ = [
-    "CLUSTER_SCOPED",
-    "STEP",
-    "STEP_INDEX",
-    "STEP_TIMEOUT",
-    "UNSTEPPED",
-    "WAIT",
-    "Item",
-    "Key",
-    "Plan",
-    "Step",
-    "build_plan",
-    "group_of",
-    "key_of",
-    "kind_rank",
-]
 
 # Apply order inside a step. Kinds not listed (custom resources, most other built-ins) sit between
 # the workloads and the webhook configurations; Jobs come last so they see everything they may use.
