@@ -82,15 +82,10 @@ def _stream(docs: list[Any], limits: Limits) -> ResourceList:
         # kubectl applies a List's items (`kubectl get -o yaml` prints a List); so does krmfn apply.
         wrapped = is_list_kind(doc)
         for position, item in enumerate(doc["items"] if wrapped else [doc]):
-            problem = item_problem(item)
-            if problem:
-                where = f"document {index + 1}" + (f", item {position + 1}" if wrapped else "")
-                raise ResourceListError(f"{where}{_describe(item)}: {problem}")
+            _check_item(item, f"document {index + 1}" + (f", item {position + 1}" if wrapped else ""))
             items.append(item)
     _check_count(len(items), limits)
-    rl = ResourceList(items=items, stream=True)
-    rl.root = {"apiVersion": API_VERSIONS[0], "kind": "ResourceList", "items": items}
-    return rl
+    return ResourceList(items=items, stream=True)
 
 
 def _check_count(count: int, limits: Limits) -> None:
@@ -118,9 +113,7 @@ def _resource_list(doc: Any, limits: Limits) -> ResourceList:
         raise ResourceListError("ResourceList.items must be a list")
     _check_count(len(items), limits)
     for index, item in enumerate(items):
-        problem = item_problem(item)
-        if problem:
-            raise ResourceListError(f"items[{index}]{_describe(item)}: {problem}")
+        _check_item(item, f"items[{index}]")
     doc.pop("results", None)  # each run reports its own results
     return ResourceList(items=items, function_config=doc.get("functionConfig"), root=doc)
 
@@ -142,6 +135,12 @@ def item_problem(item: Any) -> str:
         if value is not None and not isinstance(value, dict):
             return f"metadata.{key} must be a mapping of strings"
     return ""
+
+
+def _check_item(item: Any, where: str) -> None:
+    problem = item_problem(item)
+    if problem:
+        raise ResourceListError(f"{where}{_describe(item)}: {problem}")
 
 
 def _describe(item: Any) -> str:
