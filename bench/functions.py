@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -170,11 +171,11 @@ SIX_EXEC = "six separate exec transformers"
 SIX_EXEC_MAX = 3_000
 
 
-def kustomize_dirs(workdir: Path, size: int) -> dict[str, tuple[Path, list[str]]]:
+def kustomize_dirs(workdir: Path, size: int, binary: str) -> dict[str, tuple[Path, list[str]]]:
     """Per variant: the kustomization directory and the command to time (run with ``cwd`` there)."""
     gen.write_tree(workdir / "base", size)
     variants: dict[str, tuple[Path, list[str]]] = {}
-    build = ["build", "--enable-alpha-plugins", "--enable-exec", "."]
+    build = [binary, "build", "--enable-alpha-plugins", "--enable-exec", "."]
 
     def variant(
         label: str, extra: dict[str, Any], files: dict[str, dict[str, Any]], command: list[str]
@@ -194,7 +195,7 @@ def kustomize_dirs(workdir: Path, size: int) -> dict[str, tuple[Path, list[str]]
         return body
 
     images = CONFIGS["set-image"]["images"]
-    variant(BASELINE, {"images": images}, {}, ["KUSTOMIZE", "build", "."])
+    variant(BASELINE, {"images": images}, {}, [binary, "build", "."])
     variant(
         PIPE,
         {},
@@ -204,14 +205,15 @@ def kustomize_dirs(workdir: Path, size: int) -> dict[str, tuple[Path, list[str]]
             "-o",
             "pipefail",
             "-c",
-            f'"$KUSTOMIZE" build . | {BIN / "krmfn-render"} --fn-config render.yaml',
+            f"{shlex.quote(binary)} build . | {shlex.quote(str(BIN / 'krmfn-render'))} "
+            "--fn-config render.yaml",
         ],
     )
     variant(
         RENDER_EXEC,
         {"transformers": ["render.yaml"]},
         {"render.yaml": exec_config(render_config(), str(BIN / "krmfn-render"))},
-        ["KUSTOMIZE", *build],
+        build,
     )
     noop = workdir / "noop.sh"
     noop.write_text("#!/bin/sh\nexec cat\n")
@@ -224,17 +226,17 @@ def kustomize_dirs(workdir: Path, size: int) -> dict[str, tuple[Path, list[str]]
                 {"apiVersion": API, "kind": "Noop", "metadata": {"name": "noop"}}, str(noop)
             )
         },
-        ["KUSTOMIZE", *build],
+        build,
     )
     if size <= SIX_EXEC_MAX:
         files = {f"{n}.yaml": exec_config(function_config(n), str(BIN / f"krmfn-{n}")) for n in CONFIGS}
-        variant(SIX_EXEC, {"transformers": list(files)}, files, ["KUSTOMIZE", *build])
+        variant(SIX_EXEC, {"transformers": list(files)}, files, build)
     return variants
 
 
-def succeeded(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int, int]:
+def succeeded(args: list[str], cwd: Path) -> tuple[float, int, int]:
     """``timed``, for a kustomize variant that must exit 0."""
-    run = timed(args, cwd=cwd, env=env)
+    run = timed(args, cwd=cwd)
     if run[2] != 0:
         raise SystemExit(f"a kustomize variant exited {run[2]}: its time would mean nothing")
     return run
@@ -242,16 +244,12 @@ def succeeded(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, i
 
 def kustomize(sizes: list[int], repeats: dict[int, int], binary: str) -> None:
     rows = []
-    env = {**os.environ, "KUSTOMIZE": binary}
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
-            variants = kustomize_dirs(Path(tmp), size)
+            variants = kustomize_dirs(Path(tmp), size, binary)
             measured = {
-                label: median_of(
-                    repeats[size],
-                    functools.partial(succeeded, [binary if a == "KUSTOMIZE" else a for a in c], d, env),
-                )
-                for label, (d, c) in variants.items()
+                label: median_of(repeats[size], functools.partial(succeeded, command, directory))
+                for label, (directory, command) in variants.items()
             }
         base = measured[BASELINE][0]
         for label, (seconds, rss) in measured.items():

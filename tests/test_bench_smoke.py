@@ -16,10 +16,10 @@ from krmfn.yamlio import load_all_fast
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.e2e
-def test_function_benchmarks_run_and_print_tables() -> None:
+def quick(script: str) -> str:
+    """The benchmark script's output in its smoke mode; it must exit 0."""
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "functions.py"), "--quick"],
+        [sys.executable, str(ROOT / "bench" / script), "--quick"],
         capture_output=True,
         text=True,
         env=env(),
@@ -27,10 +27,16 @@ def test_function_benchmarks_run_and_print_tables() -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.e2e
+def test_function_benchmarks_run_and_print_tables() -> None:
+    stdout = quick("functions.py")
     for title in ("Cold start", "Each function alone", "kustomize build", "Rendering examples/staged-deploy"):
-        assert f"### {title}" in proc.stdout
-    assert "| `krmfn-hash-job-names` |" in proc.stdout
-    assert "| 30 | kustomize build \\| krmfn-render --fn-config (pipe) | 1 |" in proc.stdout
+        assert f"### {title}" in stdout
+    assert "| `krmfn-hash-job-names` |" in stdout
+    assert "| 30 | kustomize build \\| krmfn-render --fn-config (pipe) | 1 |" in stdout
 
 
 @pytest.mark.e2e
@@ -39,15 +45,14 @@ def test_the_pipe_and_the_exec_transformer_variants_render_the_same_objects(tmp_
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    variants = bench.kustomize_dirs(tmp_path, 40)
-    kustomize = tool("kustomize")
+    variants = bench.kustomize_dirs(tmp_path, 40, tool("kustomize"))
     rendered = {}
     for label in (bench.PIPE, bench.RENDER_EXEC, bench.SIX_EXEC):
         directory, command = variants[label]
         proc = subprocess.run(
-            [kustomize if arg == "KUSTOMIZE" else arg for arg in command],
+            command,
             cwd=directory,
-            env={**env(), "KUSTOMIZE": kustomize},
+            env=env(),
             capture_output=True,
             text=True,
             timeout=300,
@@ -63,15 +68,7 @@ def test_the_pipe_and_the_exec_transformer_variants_render_the_same_objects(tmp_
 
 @pytest.mark.cluster
 def test_runner_benchmarks_run_and_print_tables() -> None:
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "runner_gap.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        env=env(),
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    stdout = quick("runner_gap.py")
     for title in ("### Step gap", "### 3-step sequence", "ConfigMaps in one step"):
-        assert title in proc.stdout
-    assert proc.stdout.count("ratio krmfn / kubectl (medians):") == 2
+        assert title in stdout
+    assert stdout.count("ratio krmfn / kubectl (medians):") == 2
