@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 import pytest
+from lightkube import ApiError, Client
 from lightkube.models.core_v1 import PodSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import Deployment
@@ -79,3 +80,14 @@ def pod_spec(workload: Job | Deployment) -> PodSpec:
     else:
         template = workload.spec.template
     return present(template.spec, f"spec.template.spec of {describe(workload)}")
+
+
+def exists(client: Client, res: type, name: str, namespace: str) -> bool:
+    """Whether the object is there (a 404 says no; any other error fails the test)."""
+    try:
+        client.get(res, name, namespace=namespace)
+    except ApiError as err:
+        if err.status.code == 404:
+            return False
+        raise
+    return True

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from lightkube import ApiError, Client
+from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.models.rbac_v1 import PolicyRule, RoleRef, Subject
 from lightkube.resources.batch_v1 import Job
@@ -31,20 +31,20 @@ from krmfn.runner.lock import LOCK
 from krmfn.runner.plan import build_plan
 
 from .cluster import Cluster
-from .objects import annotations_of, meta, status_of
-from .runner_fixtures import Apply, Doc, Spawn, configmap, deployment, final_wait, inventory_problems, job
+from .objects import annotations_of, exists, meta, status_of
+from .runner_fixtures import (
+    Apply,
+    Background,
+    Doc,
+    Spawn,
+    configmap,
+    deployment,
+    final_wait,
+    inventory_problems,
+    job,
+)
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 from .runner_fixtures import spawn as spawn  # noqa: PLC0414 (re-exported fixture)
-
-
-def exists(client: Client, res: type, name: str, namespace: str) -> bool:
-    try:
-        client.get(res, name, namespace=namespace)
-    except ApiError as err:
-        if err.status.code == 404:
-            return False
-        raise
-    return True
 
 
 def runs_of(client: Client, name: str, namespace: str) -> tuple[str, int, int]:
@@ -61,6 +61,18 @@ def waiting_in(step: int) -> Callable[[Doc], bool]:
 def lock_of(client: Client, namespace: str) -> dict[str, str] | None:
     raw = (meta(client.get(Secret, "krmfn", namespace=namespace)).annotations or {}).get(LOCK)
     return json.loads(raw) if raw else None
+
+
+def first_run_holding_the_lock(
+    spawn: Spawn, client: Client, namespace: str
+) -> tuple[list[Doc], Background, dict[str, str]]:
+    """A run waiting for its 3 s migration, so it holds the lock: its documents, the run, its lease."""
+    docs = [job("db-migration", 0, slow="3s"), configmap("after", 1)]
+    first = spawn(docs)
+    first.until(waiting_in(0))
+    holder = lock_of(client, namespace)
+    assert holder is not None
+    return docs, first, holder
 
 
 # --- the API server restarts --------------------------------------------------------------------------
@@ -220,11 +232,7 @@ def test_refused_step_names_the_object_stops_the_run_and_keeps_the_inventory_coh
 def test_second_run_refuses_while_the_first_holds_the_lock(
     apply: Apply, kube_client: Client, namespace: str, spawn: Spawn
 ) -> None:
-    docs = [job("db-migration", 0, slow="3s"), configmap("after", 1)]
-    first = spawn(docs)
-    first.until(waiting_in(0))
-    holder = lock_of(kube_client, namespace)
-    assert holder is not None
+    docs, first, holder = first_run_holding_the_lock(spawn, kube_client, namespace)
     second = apply(docs)
     assert second.code == 1
     assert second.error.startswith(
@@ -240,11 +248,7 @@ def test_second_run_refuses_while_the_first_holds_the_lock(
 def test_second_run_with_wait_for_lock_runs_after_the_first(
     apply: Apply, kube_client: Client, namespace: str, spawn: Spawn
 ) -> None:
-    docs = [job("db-migration", 0, slow="3s"), configmap("after", 1)]
-    first = spawn(docs)
-    first.until(waiting_in(0))
-    holder = lock_of(kube_client, namespace)
-    assert holder is not None
+    docs, first, holder = first_run_holding_the_lock(spawn, kube_client, namespace)
     second = apply(docs, "--wait-for-lock", "30s")
     assert second.code == 0, second.error
     assert [(e["action"], e["holder"]) for e in second.of("lock")] == [

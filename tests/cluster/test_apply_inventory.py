@@ -17,7 +17,7 @@ from lightkube.types import PatchType
 from krmfn.runner.applyset import applyset_id
 from krmfn.yamlio import load_all_fast
 
-from .objects import annotations_of, meta
+from .objects import annotations_of, exists, meta
 from .runner_fixtures import Apply, configmap, deployment, job
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 
@@ -25,16 +25,6 @@ TESTDATA = Path(__file__).parent / "testdata"
 Kustomization = create_namespaced_resource(
     "kustomize.toolkit.fluxcd.io", "v1", "Kustomization", "kustomizations"
 )
-
-
-def exists(client: Client, res: type, name: str, namespace: str) -> bool:
-    try:
-        client.get(res, name, namespace=namespace)
-    except ApiError as err:
-        if err.status.code == 404:
-            return False
-        raise
-    return True
 
 
 def fake_flux(client: Client, namespace: str, stop: threading.Event) -> None:

@@ -10,14 +10,14 @@ import sys
 import time
 from pathlib import Path
 
-from lightkube import ApiError, Client
+from lightkube import Client
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Pod
 
 from krmfn.yamlio import dump_all_fast
 
-from .objects import created, meta, name_of, present, status_of
+from .objects import created, exists, meta, name_of, present, status_of
 from .runner_fixtures import Apply, deployment, final_wait, job
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 
@@ -28,16 +28,6 @@ def staged(tag: str = "1", *, fail: bool = False) -> list[dict[str, object]]:
         deployment("web", 1, image=f"app:{tag}"),
         final_wait(job("cache-warmup", 2, image=f"app:{tag}")),
     ]
-
-
-def exists(client: Client, res: type, name: str, namespace: str) -> bool:
-    try:
-        client.get(res, name, namespace=namespace)
-    except ApiError as err:
-        if err.status.code == 404:
-            return False
-        raise
-    return True
 
 
 def test_staged_deploy_runs_migration_then_rollout_then_warmup(
