@@ -218,18 +218,23 @@ def test_another_tool_touching_the_secret_mid_run_is_merged_again(h: Harness) ->
     assert LOCK not in h.annotations()
 
 
+def busy_tool(h: Harness) -> list[str]:
+    """Another tool annotates the parent just before each of this run's writes; returns its touches."""
+    touched: list[str] = []
+
+    def touch(verb: str, key: Key) -> None:
+        if verb == "replace":
+            touched.append(str(len(touched) + 1))
+            h.api.annotate("v1", "Secret", "apps", "krmfn", {"example.com/touched": touched[-1]})
+
+    h.api.before.append(touch)
+    return touched
+
+
 def test_secret_that_keeps_changing_fails_the_write(h: Harness) -> None:
     inventory = h.inventory()
     parent = inventory.acquire(0, widen_nothing)
-    touched = 0
-
-    def busy_tool(verb: str, key: Key) -> None:
-        nonlocal touched
-        if verb == "replace":
-            touched += 1
-            h.api.annotate("v1", "Secret", "apps", "krmfn", {"example.com/touched": str(touched)})
-
-    h.api.before.append(busy_tool)
+    busy_tool(h)
     parent.group_kinds = {"ConfigMap"}
     inventory.write(parent)
     with pytest.raises(InventoryError) as caught:
@@ -240,19 +245,11 @@ def test_secret_that_keeps_changing_fails_the_write(h: Harness) -> None:
 
 def test_taking_the_lock_of_a_secret_that_keeps_changing_gives_up(h: Harness) -> None:
     h.api.seed(Parent("krmfn", "apps", "0.1.0", group_kinds={"ConfigMap"}).render())
-    touched = 0
-
-    def busy_tool(verb: str, key: Key) -> None:
-        nonlocal touched
-        if verb == "replace":
-            touched += 1
-            h.api.annotate("v1", "Secret", "apps", "krmfn", {"example.com/touched": str(touched)})
-
-    h.api.before.append(busy_tool)
+    touched = busy_tool(h)
     with pytest.raises(InventoryError) as caught:
         h.inventory().acquire(0, widen_nothing)
     assert str(caught.value) == "ApplySet apps/krmfn keeps changing under this run"
-    assert touched == CONFLICT_RETRIES
+    assert len(touched) == CONFLICT_RETRIES
 
 
 def test_parent_deleted_mid_run_fails_the_write_naming_it(h: Harness) -> None:
