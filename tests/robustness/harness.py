@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -91,9 +93,14 @@ def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+ONE_GIB = 1 << 30
+
+
 def start_cli(
-    name: str, args: Sequence[str] = (), env: dict[str, str] | None = None
+    name: str, args: Sequence[str] = (), env: dict[str, str] | None = None, memory: int | None = None
 ) -> subprocess.Popen[bytes]:
+    """``krmfn fn NAME``; ``memory`` caps the child's address space (bytes), so a bomb fails inside it."""
+
     return subprocess.Popen(
         [PYTHON, "-m", "krmfn.cli", "fn", name, *args],
         stdin=subprocess.PIPE,
@@ -101,13 +108,24 @@ def start_cli(
         stderr=subprocess.PIPE,
         cwd=ROOT,
         env=cli_env(env),
+        # Runs in the forked child before exec; these tests start no threads that could hold locks then.
+        preexec_fn=None if memory is None else functools.partial(_cap_memory, memory),  # noqa: PLW1509
     )
 
 
-def run_cli(
-    name: str, data: bytes, args: Sequence[str] = (), env: dict[str, str] | None = None, timeout: float = 30
+def _cap_memory(limit: int) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def run_cli(  # noqa: PLR0917
+    name: str,
+    data: bytes,
+    args: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    timeout: float = 30,
+    memory: int | None = None,
 ) -> CliRun:
-    proc = start_cli(name, args, env)
+    proc = start_cli(name, args, env, memory)
     out, err = proc.communicate(data, timeout=timeout)
     return CliRun(proc.returncode, out, err)
 

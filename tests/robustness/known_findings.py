@@ -7,15 +7,13 @@ which are still present. When one is fixed, turn it into a test in the matching 
 
 from __future__ import annotations
 
-import resource
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from krmfn.limits import Limits
 from krmfn.yamlio import dump_fast, load
-from robustness.harness import PYTHON, ROOT, cli_env
+from robustness.harness import ONE_GIB, run_cli
 
 
 @dataclass(frozen=True)
@@ -53,20 +51,8 @@ CONCAT_BOMB = "<< (" + " ~ ".join(["('a' * 250000)"] * 3000) + ") >>"
 
 
 def _concat_bomb() -> bool:
-    def one_gib() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-
-    proc = subprocess.run(
-        [PYTHON, "-m", "krmfn.cli", "fn", "render-inputs"],
-        input=_render_list(CONCAT_BOMB).encode(),
-        capture_output=True,
-        cwd=ROOT,
-        env=cli_env(),
-        preexec_fn=one_gib,
-        timeout=60,
-        check=False,
-    )
-    return b"MemoryError" in proc.stderr or proc.returncode != 1
+    run = run_cli("render-inputs", _render_list(CONCAT_BOMB).encode(), timeout=60, memory=ONE_GIB)
+    return b"MemoryError" in run.stderr or run.code != 1
 
 
 def _parentheses() -> bool:

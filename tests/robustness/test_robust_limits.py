@@ -4,15 +4,13 @@ fast in a process with 1 GiB of address space (docs/limits.md)."""
 
 from __future__ import annotations
 
-import resource
-import subprocess
 import time
 
 import pytest
 
 from krmfn.registry import CANONICAL_ORDER, load
 from krmfn.yamlio import Mode
-from robustness.harness import PYTHON, ROOT, cli_env, output_problems, run_cli_many
+from robustness.harness import ONE_GIB, output_problems, run_cli, run_cli_many
 
 HEAD = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
 CONFIGMAP = "- {apiVersion: v1, kind: ConfigMap, metadata: {name: c%d}, data: {k: v}}\n"
@@ -76,13 +74,6 @@ def test_a_limit_that_is_not_a_positive_number_is_an_error(value: str) -> None:
     assert f"KRMFN_MAX_ITEMS={value!r} is not a positive whole number" in run.stderr.decode()
 
 
-ONE_GIB = 1 << 30
-
-
-def _one_gib() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (ONE_GIB, ONE_GIB))
-
-
 HOSTILE = {
     "billion laughs": (laughs(10).encode(), "KRMFN_MAX_NODES"),
     "recursive alias": ((items(1) + "extra: &a [x, *a]\n").encode(), "recursive YAML alias"),
@@ -105,22 +96,13 @@ CASES.remove(("recursive alias", "fidelity"))
 def test_hostile_input_fails_fast_within_one_gib(case: str, mode: str) -> None:
     data, expected = HOSTILE[case]
     started = time.monotonic()
-    proc = subprocess.run(
-        [PYTHON, "-m", "krmfn.cli", "fn", "set-config-checksum", "--yaml", mode],
-        input=data,
-        capture_output=True,
-        cwd=ROOT,
-        env=cli_env(),
-        preexec_fn=_one_gib,
-        timeout=60,
-        check=False,
-    )
+    run = run_cli("set-config-checksum", data, ("--yaml", mode), timeout=60, memory=ONE_GIB)
     elapsed = time.monotonic() - started
-    stderr = proc.stderr.decode()
-    assert proc.returncode == 1, stderr
+    stderr = run.stderr.decode()
+    assert run.code == 1, stderr
     assert expected in stderr, stderr
     assert "Traceback" not in stderr and "MemoryError" not in stderr
-    assert not output_problems(proc.stdout.decode(), proc.returncode)
+    assert not output_problems(run.stdout.decode(), run.code)
     assert elapsed < 10, f"{case} took {elapsed:.1f} s"
 
 

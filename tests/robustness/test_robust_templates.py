@@ -5,8 +5,6 @@ field, within a time bound, and nothing it reaches for shows up in the output.""
 from __future__ import annotations
 
 import os
-import resource
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,7 @@ import pytest
 from functions.render_inputs import FUNCTION
 from krmfn.limits import Limits
 from krmfn.yamlio import dump_fast, load
-from robustness.harness import PYTHON, ROOT, cli_env, output_problems, time_bound
+from robustness.harness import ONE_GIB, output_problems, run_cli, time_bound
 
 ENV_NAME = "KRMFN_TEST_CANARY"
 ENV_CANARY = "CANARYenv93e1"
@@ -164,13 +162,6 @@ def test_the_file_and_environment_canaries_are_reachable_outside_the_sandbox(pla
     assert f"x: {planted}" in out
 
 
-ONE_GIB = 1 << 30
-
-
-def _one_gib() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (ONE_GIB, ONE_GIB))
-
-
 @pytest.mark.parametrize(
     "expression",
     [
@@ -180,17 +171,8 @@ def _one_gib() -> None:
     ],
 )
 def test_memory_bombs_fail_cleanly_within_one_gib(expression: str) -> None:
-    proc = subprocess.run(
-        [PYTHON, "-m", "krmfn.cli", "fn", "render-inputs"],
-        input=_resource_list(expression, "/nonexistent").encode(),
-        capture_output=True,
-        cwd=ROOT,
-        env=cli_env(),
-        preexec_fn=_one_gib,
-        timeout=30,
-        check=False,
-    )
-    stderr = proc.stderr.decode()
-    assert proc.returncode == 1
+    run = run_cli("render-inputs", _resource_list(expression, "/nonexistent").encode(), memory=ONE_GIB)
+    stderr = run.stderr.decode()
+    assert run.code == 1
     assert "data.x" in stderr
     assert "Traceback" not in stderr and "MemoryError" not in stderr and "internal error" not in stderr
