@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, ParamSpec, Protocol, TypeVar
 
 from krmfn.errors import RunnerError
+from krmfn.kobj import annotations_of
 from krmfn.runner import jobs
 from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
 from krmfn.runner.applyset import PART_OF, Parent
@@ -340,7 +341,7 @@ class Runner:
             applied, _ = self._ssa(key, res, obj)
             self._report_apply(step, key, "created")
             return Tracked(key, res, applied)
-        live_hash = ((live.get("metadata") or {}).get("annotations") or {}).get(jobs.SPEC_HASH)
+        live_hash = annotations_of(live).get(jobs.SPEC_HASH)
         if live_hash == wanted:
             self._report_apply(step, key, "unchanged")
             return Tracked(key, res, live)
@@ -407,7 +408,7 @@ class Runner:
         for t in tracked:
             if not _is_job(t.key) or t.live is None:
                 continue
-            spec_hash = ((t.live.get("metadata") or {}).get("annotations") or {}).get(jobs.SPEC_HASH)
+            spec_hash = annotations_of(t.live).get(jobs.SPEC_HASH)
             job = f"{t.key.namespace}/{t.key.name}"
             if spec_hash and parent.completed_jobs.get(job) != spec_hash:
                 parent.completed_jobs[job] = str(spec_hash)
@@ -530,7 +531,7 @@ class Runner:
         for obj, res in sorted(found, key=order):
             key = key_of(obj)
             meta = obj.get("metadata") or {}
-            if str((meta.get("annotations") or {}).get(jobs.PRUNE, "")).lower() == "disabled":
+            if str(annotations_of(obj).get(jobs.PRUNE, "")).lower() == "disabled":
                 self.emit(Prune(str(key), "kept", f"{jobs.PRUNE}: disabled"))
                 remaining.append(key)
                 continue

@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from krmfn.errors import RunnerError
+from krmfn.kobj import annotations_of
 from krmfn.runner.api import Api
 from krmfn.runner.applyset import COMPLETED_JOBS, GROUP_KINDS, NAMESPACES, TOOLING, Parent
 from krmfn.runner.errors import InventoryError, InventoryLocked, ObjectError
@@ -41,13 +42,8 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def _annotations(obj: dict[str, Any] | None) -> dict[str, Any]:
-    found = ((obj or {}).get("metadata") or {}).get("annotations")
-    return found if isinstance(found, dict) else {}
-
-
 def lease_of(obj: dict[str, Any] | None) -> Lease | None:
-    raw = _annotations(obj).get(LOCK)
+    raw = annotations_of(obj or {}).get(LOCK)
     return Lease.parse(str(raw)) if raw else None
 
 
@@ -56,7 +52,7 @@ def merged(live: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
     obj = dict(live)
     meta = {k: v for k, v in (live.get("metadata") or {}).items() if k != "managedFields"}
     meta["labels"] = {**(meta.get("labels") or {}), **wanted["metadata"]["labels"]}
-    kept = {k: v for k, v in _annotations(live).items() if k not in OWNED}
+    kept = {k: v for k, v in annotations_of(live).items() if k not in OWNED}
     meta["annotations"] = {**kept, **wanted["metadata"]["annotations"]}
     obj["metadata"] = meta
     return obj
