@@ -24,10 +24,8 @@ import httpx2
 from lightkube.config import client_adapter
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 
-from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource, WatchEvent
+from krmfn.runner.api import ApiStatusError, NoSuchKind, Resource, WatchEvent
 from krmfn.runner.errors import ClusterUnreachable
-
-__all__ = ["Api", "ApiStatusError", "HttpApi", "NoSuchKind", "Resource", "WatchEvent", "load_config"]
 
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the server accepts a JSON body here
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
