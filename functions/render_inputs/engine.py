@@ -48,18 +48,10 @@ def render(text: str, inputs: Mapping[str, Any]) -> Any:
     if not matches:
         return text
     if len(matches) == 1 and matches[0].span() == (0, len(text)):
-        found = matches[0]
-        try:
-            return _native(_check(_evaluate(found, inputs)), found.group(0))
-        except RenderError as err:
-            raise RenderError(err.reason, err.expression or found.group(0)) from None
+        return _value(matches[0], inputs, lambda value, source: _native(_check(value), source))
     pieces, last = [], 0
     for found in matches:
-        try:
-            piece = to_text(_evaluate(found, inputs), found.group(0))
-        except RenderError as err:
-            raise RenderError(err.reason, err.expression or found.group(0)) from None
-        pieces += [text[last : found.start()], piece]
+        pieces += [text[last : found.start()], _value(found, inputs, to_text)]
         last = found.end()
     pieces.append(text[last:])
     result = "".join(pieces)
@@ -95,6 +87,14 @@ def _evaluate(found: re.Match[str], inputs: Mapping[str, Any]) -> Any:
 def _compile(source: str) -> Callable[..., Any]:
     compiled: Callable[..., Any] = _environment().compile_expression(source, undefined_to_none=False)
     return compiled
+
+
+def _value(found: re.Match[str], inputs: Mapping[str, Any], finish: Callable[[Any, str], Any]) -> Any:
+    """``finish(value, expression)`` of one expression; every error it raises names the expression."""
+    try:
+        return finish(_evaluate(found, inputs), found.group(0))
+    except RenderError as err:
+        raise RenderError(err.reason, err.expression or found.group(0)) from None
 
 
 def _native(value: Any, source: str) -> Any:
