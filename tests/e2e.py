@@ -205,19 +205,30 @@ def kustomization_for(package: Path, workdir: Path) -> Path:
     return target
 
 
+def as_pipe(directory: Path, **fields: Any) -> list[list[str]]:
+    """Rewrites ``directory``'s kustomization to its resources only (plus ``fields``) and returns the
+    commands its functions become in a plain pipe, in order: ``[exec, *args, "--fn-config", FILE]``
+    (run in ``directory``)."""
+    kustomization = next(load_all_fast((directory / "kustomization.yaml").read_text()))
+    (directory / "kustomization.yaml").write_text(
+        dump_fast({"resources": kustomization["resources"], **fields})
+    )
+    commands = []
+    for name in [*kustomization.get("transformers", []), *kustomization.get("validators", [])]:
+        notes = next(load_all_fast((directory / name).read_text()))["metadata"]["annotations"]
+        exec_spec = next(load_all_fast(notes["config.kubernetes.io/function"]))["exec"]
+        commands.append([exec_spec["path"], *exec_spec.get("args", []), "--fn-config", name])
+    return commands
+
+
 def kustomize_then_pipe(target: Path, kustomize: str) -> str:
     """``kustomize build`` of ``target``'s resources only, then each of its functions in a plain pipe
     (``... | krmfn-<name> --fn-config FILE``), as someone who runs the functions outside kustomize would."""
-    kustomization = next(load_all_fast((target / "kustomization.yaml").read_text()))
     plain = target.parent / "kustomize-plain"
     shutil.copytree(target, plain)
-    (plain / "kustomization.yaml").write_text(dump_fast({"resources": kustomization["resources"]}))
+    commands = as_pipe(plain)
     stream = run([kustomize, "build", str(plain)], plain).stdout
-    for name in [*kustomization.get("transformers", []), *kustomization.get("validators", [])]:
-        config = plain / name
-        spec = next(load_all_fast(config.read_text()))["metadata"]["annotations"]
-        exec_spec = next(load_all_fast(spec["config.kubernetes.io/function"]))["exec"]
-        args = [exec_spec["path"], *exec_spec.get("args", []), "--fn-config", str(config)]
+    for args in commands:
         proc = subprocess.run(
             args, check=False, input=stream, cwd=plain, env=env(), capture_output=True, text=True, timeout=60
         )

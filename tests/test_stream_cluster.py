@@ -8,31 +8,16 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from e2e import ROOT, derive_source, env, tool
-
-from krmfn.yamlio import dump_fast, load_all_fast
+from e2e import ROOT, as_pipe, derive_source, env, tool
 
 PACKAGE = ROOT / "examples" / "staged-deploy"
 
 
-def plain_kustomization(source: Path, namespace: str) -> list[str]:
-    """Resources only (the functions run in the pipe); returns the function config files in order."""
-    kustomization = next(load_all_fast((source / "kustomization.yaml").read_text()))
-    (source / "kustomization.yaml").write_text(
-        dump_fast({"resources": kustomization["resources"], "namespace": namespace})
-    )
-    return [*kustomization["transformers"], *kustomization["validators"]]
-
-
 def pipeline(
-    source: Path, configs: list[str], kubeconfig: Path, sink: str = ""
+    source: Path, commands: list[list[str]], kubeconfig: Path, sink: str = ""
 ) -> subprocess.CompletedProcess[str]:
     """kustomize build | each function | ``sink`` (default: ``kubectl apply --server-side -f -``)."""
-    stages = [f"{shlex.quote(tool('kustomize'))} build ."]
-    for config in configs:
-        spec = next(load_all_fast((source / config).read_text()))["metadata"]["annotations"]
-        exec_path = next(load_all_fast(spec["config.kubernetes.io/function"]))["exec"]["path"]
-        stages.append(f"{exec_path} --fn-config {config}")
+    stages = [f"{shlex.quote(tool('kustomize'))} build .", *map(shlex.join, commands)]
     stages.append(
         sink or f"{shlex.quote(tool('kubectl'))} --kubeconfig {kubeconfig} apply --server-side -f -"
     )
@@ -51,8 +36,8 @@ def test_the_staged_deploy_pipe_applies_hashed_jobs_and_reapplies_cleanly(
     kubeconfig: Path, namespace: str, tmp_path: Path
 ) -> None:
     source = derive_source(PACKAGE, tmp_path / "repo")
-    configs = plain_kustomization(source, namespace)
-    first = pipeline(source, configs, kubeconfig)
+    commands = as_pipe(source, namespace=namespace)
+    first = pipeline(source, commands, kubeconfig)
     assert first.returncode == 0, first.stderr
     applied = set(re.findall(r"^(\S+) serverside-applied$", first.stdout, re.MULTILINE))
     jobs = sorted(name for name in applied if name.startswith("job.batch/"))
@@ -61,7 +46,7 @@ def test_the_staged_deploy_pipe_applies_hashed_jobs_and_reapplies_cleanly(
         "job.batch/db-migration-<hash>",
     ], first.stdout
     assert any(name.startswith("deployment.apps/") for name in applied)
-    again = pipeline(source, configs, kubeconfig)
+    again = pipeline(source, commands, kubeconfig)
     assert again.returncode == 0, again.stderr
     assert set(re.findall(r"^(\S+) serverside-applied$", again.stdout, re.MULTILINE)) == applied
 
@@ -70,10 +55,10 @@ def test_a_validation_error_in_the_pipe_applies_nothing(
     kubeconfig: Path, namespace: str, tmp_path: Path
 ) -> None:
     source = derive_source(PACKAGE, tmp_path / "repo")
-    configs = plain_kustomization(source, namespace)
+    commands = as_pipe(source, namespace=namespace)
     migration = source / "db-migration.yaml"
     migration.write_text(migration.read_text().replace("restartPolicy: Never", "restartPolicy: Always"))
-    done = pipeline(source, configs, kubeconfig)
+    done = pipeline(source, commands, kubeconfig)
     assert done.returncode != 0
     assert "krmfn-validate-jobs: error:" in done.stderr
     assert "restartPolicy" in done.stderr
@@ -103,9 +88,9 @@ def test_the_staged_deploy_pipe_into_krmfn_apply_runs_the_steps_in_order(
     kubeconfig: Path, namespace: str, tmp_path: Path
 ) -> None:
     source = derive_source(PACKAGE, tmp_path / "repo")
-    configs = plain_kustomization(source, namespace)
+    commands = as_pipe(source, namespace=namespace)
     done = pipeline(
-        source, configs, kubeconfig, f"krmfn apply -f - -n {namespace} --kubeconfig {kubeconfig} -o json"
+        source, commands, kubeconfig, f"krmfn apply -f - -n {namespace} --kubeconfig {kubeconfig} -o json"
     )
     assert done.returncode == 0, done.stdout + done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
