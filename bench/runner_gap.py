@@ -194,17 +194,18 @@ def main() -> None:
     print(f"### Step gap (healthy -> next step's first apply), {title}\n")
     print("| median | p95 | max |\n|---:|---:|---:|")
     print(f"| {statistics.median(ms):.1f} ms | {p95(ms):.1f} ms | {max(ms):.1f} ms |\n")
-    print(f"### 3-step sequence, {rounds} round(s), seconds\n")
+    comparison(f"3-step sequence, {rounds} round(s), seconds", ours, "kubectl apply + wait script", theirs)
+    print()
+    bulk_title = f"{count:,} ConfigMaps in one step, {rounds} round(s), seconds"
+    comparison(bulk_title, bulk_ours, "kubectl apply --server-side", bulk_theirs)
+
+
+def comparison(title: str, ours: list[float], their_name: str, theirs: list[float]) -> None:
+    print(f"### {title}\n")
     print("| tool | median | min | max |\n|---|---:|---:|---:|")
-    for name, values in (("krmfn apply", ours), ("kubectl apply + wait script", theirs)):
+    for name, values in (("krmfn apply", ours), (their_name, theirs)):
         print(f"| {name} | {statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f} |")
     print(f"\nratio krmfn / kubectl (medians): {statistics.median(ours) / statistics.median(theirs):.2f}")
-    print(f"\n### {count:,} ConfigMaps in one step, {rounds} round(s), seconds\n")
-    print("| tool | median | min | max |\n|---|---:|---:|---:|")
-    for name, values in (("krmfn apply", bulk_ours), ("kubectl apply --server-side", bulk_theirs)):
-        print(f"| {name} | {statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f} |")
-    ratio = statistics.median(bulk_ours) / statistics.median(bulk_theirs)
-    print(f"\nratio krmfn / kubectl (medians): {ratio:.2f}")
 
 
 if __name__ == "__main__":
