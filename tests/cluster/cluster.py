@@ -306,11 +306,13 @@ class Cluster:
             f.close()
         self._logs.clear()
 
-    def restart_apiserver(self, grace: float = 0.0, timeout: float = 60) -> float:
+    def restart_apiserver(self, grace: float = 0.0, timeout: float = 60, down_for: float = 0.0) -> float:
         """Stops kube-apiserver and starts it again with the same flags and port; returns once /readyz
         answers, with the seconds it was unavailable. ``grace``: seconds of SIGTERM before SIGKILL -- its
         graceful shutdown waits up to 60s for open watches, so the default 0 kills it at once, as a
-        crash would. etcd keeps the state; the controllers and kwok reconnect by themselves."""
+        crash would. ``down_for``: seconds it stays stopped before the restart (a new server may take
+        writes before /readyz answers, so the returned figure alone does not bound the outage). etcd
+        keeps the state; the controllers and kwok reconnect by themselves."""
         started = time.monotonic()
         proc = self.procs.pop("kube-apiserver")
         if grace > 0:
@@ -319,6 +321,7 @@ class Cluster:
                 proc.wait(grace)
         proc.kill()  # no-op once it has exited
         proc.wait()
+        time.sleep(down_for)
         binary, *args = self._argv["kube-apiserver"]
         self._start(Path(binary), *args)
         wait_until("kube-apiserver /readyz after a restart", self._apiserver_ready, timeout)

@@ -362,7 +362,10 @@ def test_run_cut_off_for_longer_than_its_lease_stops(
     thread.start()
     try:
         assert waiting.wait(20)
-        assert cluster.restart_apiserver() > 1.0  # longer than the lease minus one renewal interval
+        # Down twice the lease: the run's checks (every 0.2 s) must see it unrenewed for 0.75 s.
+        assert (
+            cluster.restart_apiserver(down_for=2.0) > 1.0
+        )  # longer than the lease minus one renewal interval
         thread.join(30)
     finally:
         api.close()
