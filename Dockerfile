@@ -7,7 +7,6 @@ FROM ${PYTHON_IMAGE} AS builder
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY krmfn ./krmfn
-COPY functions ./functions
 # Wheels for krmfn and its dependencies only; the final stage installs them without network or compiler.
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 

@@ -21,7 +21,7 @@ from krmfn.results import Result, Results
 
 # The combined function is not in the registry (it is not one of the chain's links), but a Kptfile
 # may name it like any other krmfn function.
-COMBINED = {"render": "functions.render"}
+COMBINED = {"render": "krmfn.functions.render"}
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,12 @@ from krmfn.function import Function
 
 # Canonical order: a Job's name hash must see its final image and config checksum.
 CANONICAL_ORDER: dict[str, str] = {
-    "render-inputs": "functions.render_inputs",
-    "set-image": "functions.set_image",
-    "set-config-checksum": "functions.set_config_checksum",
-    "hash-job-names": "functions.hash_job_names",
-    "set-steps": "functions.set_steps",
-    "validate-jobs": "functions.validate_jobs",
+    "render-inputs": "krmfn.functions.render_inputs",
+    "set-image": "krmfn.functions.set_image",
+    "set-config-checksum": "krmfn.functions.set_config_checksum",
+    "hash-job-names": "krmfn.functions.hash_job_names",
+    "set-steps": "krmfn.functions.set_steps",
+    "validate-jobs": "krmfn.functions.validate_jobs",
 }
 
 

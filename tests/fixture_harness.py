@@ -20,7 +20,7 @@ from krmfn.registry import CANONICAL_ORDER
 from krmfn.yamlio import dump_fast, load_all_fast
 
 FIXTURES = Path(__file__).parent / "fixtures"
-EXTRA_FUNCTIONS = {"example-annotate": "example_function", "render": "functions.render"}
+EXTRA_FUNCTIONS = {"example-annotate": "example_function", "render": "krmfn.functions.render"}
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from functions.set_image import FUNCTION
+from krmfn.functions.set_image import FUNCTION
 from krmfn.yamlio import _load_fast, dump_fast
 
 ROOT = Path(__file__).resolve().parent.parent

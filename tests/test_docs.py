@@ -14,19 +14,15 @@ from krmfn.yamlio import load_all_fast
 
 KEY = re.compile(r"krmfn\.dev/[A-Za-z0-9._/-]*[A-Za-z0-9]")
 FUNCTION_DIRS = sorted(
-    ROOT / "functions" / module.split(".")[1] for module in [*CANONICAL_ORDER.values(), *COMBINED.values()]
+    ROOT / "krmfn" / "functions" / module.split(".")[2]
+    for module in [*CANONICAL_ORDER.values(), *COMBINED.values()]
 )
 METADATA_KEYS = ("image", "description", "tags", "sourceURL", "examplePackageURLs", "emails", "license")
 SECTIONS = ("Overview", "Usage", "FunctionConfig", "Target resources", "Examples")
 
 
 def test_every_annotation_key_in_the_code_is_documented() -> None:
-    keys = {
-        key
-        for folder in ("krmfn", "functions")
-        for path in (ROOT / folder).rglob("*.py")
-        for key in KEY.findall(path.read_text())
-    }
+    keys = {key for path in (ROOT / "krmfn").rglob("*.py") for key in KEY.findall(path.read_text())}
     assert "krmfn.dev/step" in keys, "the scan finds the keys"
     reference = (ROOT / "docs" / "annotations.md").read_text()
     missing = sorted(k for k in keys if f"`{k}`" not in reference and f"fn.{k}" not in reference)
@@ -41,7 +37,7 @@ def test_metadata_has_the_catalog_keys(folder: Path) -> None:
     assert metadata["license"] == "Apache-2.0"
     assert isinstance(metadata["emails"], list) and metadata["tags"] and metadata["description"]
     assert metadata["examplePackageURLs"] and isinstance(metadata["examplePackageURLs"], list)
-    assert str(metadata["sourceURL"]).endswith(f"functions/{folder.name}")
+    assert str(metadata["sourceURL"]).endswith(f"krmfn/functions/{folder.name}")
 
 
 @pytest.mark.parametrize("folder", FUNCTION_DIRS, ids=[p.name for p in FUNCTION_DIRS])

@@ -1,6 +1,6 @@
 """Every function example package, end to end under the real kpt and kustomize (kpt-catalog style).
 
-An example package ``functions/<fn>/examples/<example>/`` is committed in its rendered state, as a real
+An example package ``krmfn/functions/<fn>/examples/<example>/`` is committed in its rendered state, as a real
 kpt repository would hold it, so ``kpt fn render --allow-exec`` at the repository root changes nothing.
 ``.expected/diff.patch`` is the diff that rendering applied to the source: the test derives the source by
 reverse-applying it (``git apply -R`` in a scratch git repository), renders that with kpt and checks
@@ -42,7 +42,7 @@ from e2e import (
 
 from krmfn.yamlio import dump_fast, load_all_fast
 
-PACKAGES = sorted(p.parent for p in ROOT.glob("functions/*/examples/*/Kptfile"))
+PACKAGES = sorted(p.parent for p in ROOT.glob("krmfn/functions/*/examples/*/Kptfile"))
 RESULT_KEYS = ("message", "severity", "resourceRef", "field", "file", "tags")
 
 pytestmark = pytest.mark.e2e

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from functions.hash_job_names import FUNCTION as HASH_JOB_NAMES
-from functions.set_config_checksum import FUNCTION as SET_CONFIG_CHECKSUM
+from krmfn.functions.hash_job_names import FUNCTION as HASH_JOB_NAMES
+from krmfn.functions.set_config_checksum import FUNCTION as SET_CONFIG_CHECKSUM
 from krmfn.yamlio import _load_fast, dump_fast
 
 CHECKSUM = "krmfn.dev/config-checksum"
@@ -136,8 +136,8 @@ def test_fast_and_fidelity_paths_give_the_same_names() -> None:
 
 SCRIPT = """
 import sys
-from functions.set_config_checksum import FUNCTION as A
-from functions.hash_job_names import FUNCTION as B
+from krmfn.functions.set_config_checksum import FUNCTION as A
+from krmfn.functions.hash_job_names import FUNCTION as B
 text = sys.stdin.read()
 for f in (A, B):
     text, code = f.process(text)

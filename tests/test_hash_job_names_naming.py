@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from functions.hash_job_names import FUNCTION
-from functions.hash_job_names.naming import DNS_LABEL, MAX_NAME, derived_from, hashed_name, spec_hash
-from functions.hash_job_names.references import Renames, rewrite_value
+from krmfn.functions.hash_job_names import FUNCTION
+from krmfn.functions.hash_job_names.naming import DNS_LABEL, MAX_NAME, derived_from, hashed_name, spec_hash
+from krmfn.functions.hash_job_names.references import Renames, rewrite_value
 from krmfn.yamlio import _load_fast, dump_fast
 
 labels = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z", fullmatch=True)

@@ -18,7 +18,7 @@ from test_examples_rendered import objects, package_objects
 from krmfn.render import main as render_main
 from krmfn.yamlio import load_all_fast
 
-PATTERNS = ("examples/*/Kptfile", "functions/*/examples/*/Kptfile")
+PATTERNS = ("examples/*/Kptfile", "krmfn/functions/*/examples/*/Kptfile")
 PACKAGES = sorted(p.parent for pattern in PATTERNS for p in ROOT.glob(pattern))
 IDS = [str(p.relative_to(ROOT)) for p in PACKAGES]
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from e2e import ROOT
 
-from functions.render import FUNCTION as RENDER
 from krmfn.config import yaml_key
+from krmfn.functions.render import FUNCTION as RENDER
 from krmfn.pipeline import load_function
 from krmfn.registry import CANONICAL_ORDER
 from krmfn.yamlio import dump_fast, load_all_fast
@@ -88,15 +88,15 @@ def test_combined_equals_the_separate_functions_in_canonical_order(names: list[s
 
 
 def test_combined_function_imports_no_other_function() -> None:
-    tree = ast.parse((ROOT / "functions" / "render" / "__init__.py").read_text())
+    tree = ast.parse((ROOT / "krmfn" / "functions" / "render" / "__init__.py").read_text())
     imported = [
         node.module if isinstance(node, ast.ImportFrom) else alias.name
         for node in ast.walk(tree)
         if isinstance(node, (ast.Import, ast.ImportFrom))
         for alias in (node.names if isinstance(node, ast.Import) else [node.names[0]])
     ]
-    others = [m for m in imported if m and m.startswith("functions") and m != "functions.render"]
-    assert not others, f"functions.render must load the functions through the registry: {others}"
+    others = [m for m in imported if m and m.startswith("krmfn.functions") and m != "krmfn.functions.render"]
+    assert not others, f"krmfn.functions.render must load the functions through the registry: {others}"
     assert any(m == "krmfn.pipeline" for m in imported)
 
 

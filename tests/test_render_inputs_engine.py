@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from functions.render_inputs import FUNCTION
-from functions.render_inputs.engine import RenderError, render
+from krmfn.functions.render_inputs import FUNCTION
+from krmfn.functions.render_inputs.engine import RenderError, render
 from krmfn.yamlio import _load_fast, dump_fast
 
 INPUTS: dict[str, Any] = {
@@ -195,7 +195,7 @@ def test_error_names_resource_and_field_path() -> None:
 
 def test_jinja2_is_imported_only_when_an_expression_exists() -> None:
     probe = (
-        "import sys; from functions.render_inputs import FUNCTION; "
+        "import sys; from krmfn.functions.render_inputs import FUNCTION; "
         "rl = 'apiVersion: config.kubernetes.io/v1\\nkind: ResourceList\\nitems:\\n"
         "- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {k: plain}}\\n'; "
         "FUNCTION.process(rl); print('jinja2' in sys.modules)"

@@ -75,4 +75,4 @@ def test_root_krmignore_keeps_everything_but_examples_out() -> None:
     nested = set(found)
     assert {f"examples/{name}" for name in ("staged-deploy", "config-rollout", "nightly-backup")} <= nested
     # kpt renders nested packages even below an ignored directory, and so does krmfn render
-    assert any(name.startswith("functions/") for name in nested)
+    assert any(name.startswith("krmfn/functions/") for name in nested)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from functions.set_config_checksum import FUNCTION
+from krmfn.functions.set_config_checksum import FUNCTION
 from krmfn.yamlio import _load_fast
 
 TEXT = """\

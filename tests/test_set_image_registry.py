@@ -15,8 +15,8 @@ import pytest
 from registry_server import ISSUER, SERVICE, Pusher, free_port, registry, token_server
 from set_image_support import set_image_config
 
-from functions.set_image import FUNCTION
-from functions.set_image import registry as oci
+from krmfn.functions.set_image import FUNCTION
+from krmfn.functions.set_image import registry as oci
 from krmfn.yamlio import _load_fast, dump_fast
 
 TAGS = ["1.0.0", "1.2.0", "1.9.3", "1.10.1", "2.0.0-rc.1", "2.0.0", "latest", "main-abc123"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from functions.set_image import imageref
-from functions.set_image.semver import SemverError, Version, highest, parse_constraint, parse_version
+from krmfn.functions.set_image import imageref
+from krmfn.functions.set_image.semver import SemverError, Version, highest, parse_constraint, parse_version
 
 TAGS = [
     "0.0.3", "0.0.4", "0.2.3", "0.2.9", "0.3.0", "1.0.0", "1.2.0", "1.2.5", "1.3.0-rc.1", "1.3.0",

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from fixture_harness import Case, discover, resource_list_text
 
-from functions.validate_jobs import FUNCTION, RULES
-from functions.validate_jobs.cron import ScheduleError, check_schedule
+from krmfn.functions.validate_jobs import FUNCTION, RULES
+from krmfn.functions.validate_jobs.cron import ScheduleError, check_schedule
 from krmfn.yamlio import _load_fast
 
-PACKAGE = Path(__file__).resolve().parent.parent / "functions" / "validate_jobs"
+PACKAGE = Path(__file__).resolve().parent.parent / "krmfn" / "functions" / "validate_jobs"
 
 ACCEPTED = [
     "5 * * * *",

@@ -109,7 +109,7 @@ def _set_steps(draw: st.DrawFn) -> Obj:
 
 @st.composite
 def _validate_jobs(draw: st.DrawFn) -> Obj:
-    from functions.validate_jobs.rules import RULES
+    from krmfn.functions.validate_jobs.rules import RULES
 
     levels = st.sampled_from(("error", "warning", "info", "off"))
     return typed("ValidateJobs", {"severity": draw(st.dictionaries(st.sampled_from(sorted(RULES)), levels))})

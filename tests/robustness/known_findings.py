@@ -42,7 +42,7 @@ def _render_list(value: str, inputs: dict[str, object] | None = None, kind: str 
 
 
 def _render(text: str) -> tuple[str, int]:
-    from functions.render_inputs import FUNCTION
+    from krmfn.functions.render_inputs import FUNCTION
 
     return FUNCTION.process(text)
 
@@ -94,7 +94,7 @@ def _custom_tags() -> bool:
 
 
 def _alias_walk_cost() -> bool:
-    from functions.set_image import FUNCTION
+    from krmfn.functions.set_image import FUNCTION
 
     levels = ["    l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
     levels += [f"    l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * (16 if i == 6 else 10))}]" for i in range(1, 7)]
@@ -111,33 +111,33 @@ def _alias_walk_cost() -> bool:
 KNOWN = [
     Known(
         "render-inputs: `~` concatenation is unbounded (memory bomb)",
-        "functions/render_inputs/engine.py (Sandbox intercepts * ** + %, not the ~ Concat node)",
+        "krmfn/functions/render_inputs/engine.py (Sandbox intercepts * ** + %, not the ~ Concat node)",
         "data.x: << (('a' * 250000) ~ ... 3000 terms) >>  # 51 KB of text builds 750 MB; "
         "under a 1 GiB limit: internal error: MemoryError",
         _concat_bomb,
     ),
     Known(
         "render-inputs: deep parentheses are an internal error",
-        "functions/render_inputs/engine.py _evaluate (RecursionError is not caught)",
+        "krmfn/functions/render_inputs/engine.py _evaluate (RecursionError is not caught)",
         "data.x: << ((((... 150 ...1)))) >>  # internal error: RecursionError, not a field error",
         _parentheses,
     ),
     Known(
         "render-inputs: error messages quote the expression, a Secret's value",
-        "functions/render_inputs/engine.py _evaluate / transform.py _Renderer._render",
+        "krmfn/functions/render_inputs/engine.py _evaluate / transform.py _Renderer._render",
         "Secret stringData.x: << inputs.missing ~ 'CANARY' >>  # CANARY in results and on stderr",
         _secret_in_message,
     ),
     Known(
         "render-inputs: not idempotent when an input value holds an expression",
-        "functions/render_inputs/transform.py (rendered values are rendered again by the next run)",
+        "krmfn/functions/render_inputs/transform.py (rendered values are rendered again by the next run)",
         "inputs: {tag: '1.2', level: '<< inputs.tag >>'}; data.x: << inputs.level >>  "
         "# run 1: << inputs.tag >>, run 2: 1.2",
         _input_holding_expression,
     ),
     Known(
         "render-inputs: a single-expression result skips the length bound",
-        "functions/render_inputs/engine.py render (checks len only for multi-piece strings)",
+        "krmfn/functions/render_inputs/engine.py render (checks len only for multi-piece strings)",
         "data.x: << 'ab' * 131072 ~ 'c' >>  # 262145 characters accepted, MAX_STRING is 262144",
         _single_expression_length,
     ),

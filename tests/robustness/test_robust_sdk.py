@@ -96,7 +96,7 @@ def test_plain_turns_tagged_values_into_json_data(mode: Mode, value: str) -> Non
 
 
 def test_tagged_binary_secret_data_hashes_like_its_text() -> None:
-    from functions.set_config_checksum import FUNCTION
+    from krmfn.functions.set_config_checksum import FUNCTION
 
     def checksum(data: str) -> str:
         text = (

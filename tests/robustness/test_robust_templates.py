@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from functions.render_inputs import FUNCTION
+from krmfn.functions.render_inputs import FUNCTION
 from krmfn.limits import Limits
 from krmfn.yamlio import dump_fast, load
 from robustness.harness import ONE_GIB, output_problems, run_cli, time_bound

@@ -1,0 +1,157 @@
+"""The transform: rename Jobs after their spec, check CronJob names, rewrite references to renamed Jobs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from krmfn import ResourceList, select
+from krmfn.functions.hash_job_names.naming import (
+    DNS_LABEL,
+    MAX_CRONJOB_NAME,
+    derived_from,
+    hashed_name,
+    spec_hash,
+)
+from krmfn.functions.hash_job_names.references import Renames, rewrite_references
+from krmfn.kobj import (
+    Obj,
+    annotations_of,
+    is_local_config,
+    metadata,
+    ref_of,
+    remove_annotation,
+    set_annotation,
+    set_scalar,
+)
+from krmfn.selector import JOB_BASE_NAME
+
+if TYPE_CHECKING:
+    from krmfn.functions.hash_job_names import HashJobNamesConfig
+
+HASH_NAME = "krmfn.dev/hash-name"
+HASH_NAME_VALUES = ("enabled", "disabled")
+
+
+def is_kind(obj: Obj, kind: str) -> bool:
+    return obj.get("kind") == kind and ref_of(obj).group == "batch"
+
+
+class Run:
+    def __init__(self, rl: ResourceList) -> None:
+        self.rl = rl
+        self.renames = Renames()
+        self.renamed = 0
+        self.current = 0
+        self.opted_out = 0
+        self.restored = 0
+        self.claimed: dict[tuple[str, str], Obj] = {}
+
+    def job(self, obj: Obj) -> None:
+        meta = metadata(obj)
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            self.rl.results.info(
+                "uses generateName, so the API server names it on create; left alone",
+                obj,
+                field="metadata.generateName",
+            )
+            return
+        notes = annotations_of(obj)
+        mode = notes.get(HASH_NAME, "enabled")
+        if mode not in HASH_NAME_VALUES:
+            self.rl.results.error(
+                f"expected one of {', '.join(HASH_NAME_VALUES)}",
+                obj,
+                field=f"metadata.annotations.{HASH_NAME}",
+                current_value=mode,
+            )
+            return
+        recorded = notes.get(JOB_BASE_NAME)
+        from_note = isinstance(recorded, str) and bool(recorded) and derived_from(name, str(recorded))
+        base = str(recorded) if from_note else name
+        if mode == "disabled":
+            self.opt_out(obj, name, base)
+            return
+        if not DNS_LABEL.match(base):
+            field = f"metadata.annotations.{JOB_BASE_NAME}" if from_note else "metadata.name"
+            self.rl.results.error(
+                f"Job base name {base!r} is not a DNS-1123 label (lowercase letters, digits and '-', "
+                "starting and ending with a letter or digit)",
+                obj,
+                field=field,
+            )
+            return
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            self.rl.results.error("a Job needs a spec mapping to hash its name from", obj, field="spec")
+            return
+        new = hashed_name(base, spec_hash(spec))
+        if not self.claim(obj, new):
+            return
+        if new == name:
+            self.current += 1
+        else:
+            self.rename(obj, name, base, new)
+            self.renamed += 1
+        set_annotation(obj, JOB_BASE_NAME, base)
+
+    def opt_out(self, obj: Obj, name: str, base: str) -> None:
+        """An opted-out Job goes back to its base name, so turning hashing off is undone in place too."""
+        self.opted_out += 1
+        if self.claim(obj, base) and base != name:
+            self.rename(obj, name, base, base)
+            self.restored += 1
+        remove_annotation(obj, JOB_BASE_NAME)
+
+    def claim(self, obj: Obj, new: str) -> bool:
+        """Whether ``new`` is free in the namespace of ``obj``; an error result when it is not."""
+        namespace = ref_of(obj).namespace
+        other = self.claimed.setdefault((namespace, new), obj)
+        if other is obj:
+            return True
+        self.rl.results.error(
+            f"would be named {new!r}, the same as {ref_of(other)}; give one of them another base name",
+            obj,
+            field="metadata.name",
+        )
+        return False
+
+    def rename(self, obj: Obj, name: str, base: str, new: str) -> None:
+        set_scalar(metadata(obj), "name", new)
+        self.renames.add(ref_of(obj).namespace, name, base, new)
+
+    def cronjob(self, obj: Obj) -> None:
+        name = metadata(obj).get("name")
+        if isinstance(name, str) and len(name) > MAX_CRONJOB_NAME:
+            self.rl.results.error(
+                f"a CronJob name can have at most {MAX_CRONJOB_NAME} characters (Kubernetes appends 11 "
+                f"to name each Job it creates); this one has {len(name)}",
+                obj,
+                field="metadata.name",
+                current_value=name,
+            )
+
+    def summary(self, references: int) -> str:
+        parts = [f"renamed {self.renamed} Job(s)"]
+        if self.current:
+            parts.append(f"{self.current} already had their hashed name")
+        if self.opted_out:
+            parts.append(f"{self.opted_out} opted out with {HASH_NAME}=disabled")
+        if self.restored:
+            parts.append(f"{self.restored} opted-out Job(s) given back their base name")
+        if references:
+            parts.append(f"rewrote {references} reference annotation(s)")
+        return "; ".join(parts)
+
+
+def hash_job_names(rl: ResourceList, config: HashJobNamesConfig) -> None:
+    run = Run(rl)
+    for obj in select(rl.items, config.selectors, config.exclude):
+        if is_kind(obj, "Job"):
+            run.job(obj)
+        elif is_kind(obj, "CronJob"):
+            run.cronjob(obj)
+    references = 0
+    if len(run.renames):
+        references = sum(rewrite_references(obj, run.renames) for obj in rl.items if not is_local_config(obj))
+    rl.results.info(run.summary(references))

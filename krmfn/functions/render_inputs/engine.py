@@ -1,0 +1,221 @@
+"""The ``<< ... >>`` expression language: Jinja2 expressions in a locked-down sandbox.
+
+Only expressions exist: text between ``<< `` and `` >>`` (spaces inside) on one line is compiled with
+``compile_expression``, so there are no blocks, loops or comments, and text around it is never parsed
+(a shell heredoc ``cat <<EOF`` stays as it is). The sandbox has no globals (no ``range``, ``cycler``,
+``lipsum``...), reads attributes only as mapping keys (so ``''.__class__``, ``inputs.__class__`` or
+``self.__init__`` are undefined, never Python internals), refuses calls, bounds ``*``, ``**``, ``+`` and
+``%``, and checks the size of every filter result. Undefined names are errors (StrictUndefined).
+
+Jinja2 is imported on first use: most resources hold no expression, and start-up time matters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+# Spaces inside the delimiters, as the ResourceSet convention writes them: ``cat <<EOF >> log`` in a
+# shell script is not an expression.
+EXPRESSION = re.compile(r"<<(\s[^\n]*?\s)>>")
+MAX_STRING = 256 * 1024
+# Bounds what one expression can build: `~` joins are compiled to a plain string join the sandbox
+# cannot intercept, so the number of terms is bounded through the length of the source.
+MAX_EXPRESSION = 1024
+_MAX_POWER_BITS = 4096
+
+
+class RenderError(Exception):
+    """An expression that cannot be rendered. ``str()`` names the expression and the reason;
+    ``reason`` alone never quotes the expression (for Secret values)."""
+
+    def __init__(self, reason: str, expression: str = "") -> None:
+        super().__init__(f"{expression}: {reason}" if expression else reason)
+        self.reason = reason
+        self.expression = expression
+
+
+def has_expression(text: str) -> bool:
+    return "<<" in text and EXPRESSION.search(text) is not None
+
+
+def render(text: str, inputs: Mapping[str, Any]) -> Any:
+    """``text`` with every expression replaced. A text that is exactly one expression becomes the
+    expression's value with its own type (a number stays a number, a mapping a mapping)."""
+    matches = [m for m in EXPRESSION.finditer(text) if m.group(1).strip()]
+    if not matches:
+        return text
+    if len(matches) == 1 and matches[0].span() == (0, len(text)):
+        return _value(matches[0], inputs, lambda value, source: _native(_check(value), source))
+    pieces, last = [], 0
+    for found in matches:
+        pieces += [text[last : found.start()], _value(found, inputs, to_text)]
+        last = found.end()
+    pieces.append(text[last:])
+    result = "".join(pieces)
+    if len(result) > MAX_STRING:
+        raise RenderError(f"the rendered string is over {MAX_STRING} characters")
+    return result
+
+
+def _evaluate(found: re.Match[str], inputs: Mapping[str, Any]) -> Any:
+    from jinja2 import TemplateError
+
+    source = found.group(1).strip()
+    expression = found.group(0)
+    if len(source) > MAX_EXPRESSION:
+        raise RenderError(f"the expression is over {MAX_EXPRESSION} characters", expression)
+    try:
+        value = _compile(source)(inputs=inputs)
+        _defined(value)
+        return value
+    except TemplateError as err:
+        raise RenderError(err.message or type(err).__name__, expression) from None
+    except RenderError as err:
+        raise RenderError(err.reason, expression) from None
+    except RecursionError:
+        raise RenderError("the expression nests too deeply", expression) from None
+    except MemoryError:
+        raise RenderError("the expression needs too much memory", expression) from None
+    except (ArithmeticError, ValueError, TypeError, LookupError) as err:
+        raise RenderError(f"{type(err).__name__}: {err}", expression) from None
+
+
+@cache
+def _compile(source: str) -> Callable[..., Any]:
+    compiled: Callable[..., Any] = _environment().compile_expression(source, undefined_to_none=False)
+    return compiled
+
+
+def _value(found: re.Match[str], inputs: Mapping[str, Any], finish: Callable[[Any, str], Any]) -> Any:
+    """``finish(value, expression)`` of one expression; every error it raises names the expression."""
+    try:
+        return finish(_evaluate(found, inputs), found.group(0))
+    except RenderError as err:
+        raise RenderError(err.reason, err.expression or found.group(0)) from None
+
+
+def _native(value: Any, source: str) -> Any:
+    if isinstance(value, str):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _native(v, source) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_native(v, source) for v in value]
+    raise RenderError(f"gives a {type(value).__name__}, not data", source)
+
+
+def to_text(value: Any, source: str = "") -> str:
+    """How a value reads inside a longer string: scalars as YAML writes them, collections as JSON."""
+    _defined(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    if isinstance(value, (int, float)):
+        return str(value)
+    import json
+
+    try:
+        return json.dumps(_native(value, source), sort_keys=True, separators=(",", ":"))
+    except RenderError:
+        raise RenderError(f"gives a {type(value).__name__}, not data") from None
+
+
+def _defined(value: Any) -> None:
+    from jinja2 import Undefined
+
+    if isinstance(value, Undefined):
+        value._fail_with_undefined_error()
+
+
+def _check(value: Any) -> Any:
+    if isinstance(value, (str, list, tuple, dict)) and len(value) > MAX_STRING:
+        raise RenderError(f"a value of over {MAX_STRING} items or characters")
+    return value
+
+
+@cache
+def _environment() -> Any:
+    from jinja2 import StrictUndefined
+    from jinja2.exceptions import SecurityError
+    from jinja2.sandbox import SandboxedEnvironment
+
+    from krmfn.functions.render_inputs import filters
+
+    class Sandbox(SandboxedEnvironment):
+        intercepted_binops = frozenset({"*", "**", "+", "%"})
+
+        def getattr(self, obj: Any, attribute: str) -> Any:
+            _defined(obj)  # report the first missing name, not a chain of undefined objects
+            if isinstance(obj, Mapping) and attribute in obj:
+                return obj[attribute]
+            return self.undefined(obj=obj, name=attribute)
+
+        def getitem(self, obj: Any, argument: Any) -> Any:
+            _defined(obj)
+            if isinstance(obj, Mapping):
+                return obj[argument] if argument in obj else self.undefined(obj=obj, name=argument)
+            if isinstance(obj, (list, tuple, str)) and isinstance(argument, (int, slice)):
+                try:
+                    return obj[argument]
+                except IndexError:
+                    return self.undefined(obj=obj, name=str(argument))
+            return self.undefined(obj=obj, name=str(argument))
+
+        def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+            _defined(__obj)
+            raise SecurityError("calling functions or methods is not allowed; use filters")
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            if operator == "%" and isinstance(left, str):
+                raise SecurityError("string formatting with % is not allowed")
+            if operator == "**" and not _small_power(left, right):
+                raise SecurityError("the power is too large")
+            if operator == "*" and (_is_sequence(left) or _is_sequence(right)):
+                count = right if _is_sequence(left) else left
+                other = left if _is_sequence(left) else right
+                if isinstance(count, int) and count * len(other) > MAX_STRING:
+                    raise SecurityError(f"repetition over {MAX_STRING} items or characters")
+            return _check(super().call_binop(context, operator, left, right))
+
+    env = Sandbox(
+        undefined=StrictUndefined,
+        autoescape=False,
+        variable_start_string="<<",
+        variable_end_string=">>",
+        block_start_string="<<%",
+        block_end_string="%>>",
+        comment_start_string="<<#",
+        comment_end_string="#>>",
+    )
+    env.globals.clear()
+    env.filters.clear()
+    env.filters.update({name: _bounded(fn) for name, fn in filters.FILTERS.items()})
+    return env
+
+
+def _is_sequence(value: Any) -> bool:
+    return isinstance(value, (str, list, tuple))
+
+
+def _small_power(base: Any, exponent: Any) -> bool:
+    if not isinstance(base, (int, float)) or not isinstance(exponent, (int, float)):
+        return True  # the operator itself raises TypeError
+    if isinstance(base, float) or isinstance(exponent, float):
+        return abs(exponent) <= 1024
+    return exponent < 0 or abs(base) <= 1 or abs(base).bit_length() * exponent <= _MAX_POWER_BITS
+
+
+def _bounded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return _check(fn(*args, **kwargs))
+
+    call.__name__ = fn.__name__
+    return call

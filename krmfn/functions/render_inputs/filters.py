@@ -1,0 +1,111 @@
+"""The filters of ``<< ... >>`` expressions: the ResourceSet set plus a few string helpers. Nothing else
+is reachable from a template."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from krmfn.functions.render_inputs.engine import MAX_STRING, RenderError, _defined, _native, to_text
+
+
+def quote(value: Any) -> str:
+    """The value as a string, so ``replicas: << inputs.n | quote >>`` stays a string."""
+    return to_text(value)
+
+
+def to_yaml(value: Any) -> str:
+    import yaml
+
+    _defined(value)
+    text = yaml.safe_dump(
+        _native(value, "toYaml"), default_flow_style=False, sort_keys=True, allow_unicode=True
+    )
+    return text.removesuffix("\n...\n").rstrip("\n")
+
+
+def to_json(value: Any) -> str:
+    _defined(value)
+    return json.dumps(_native(value, "toJson"), sort_keys=True, separators=(",", ":"))
+
+
+def sha256sum(value: Any) -> str:
+    return hashlib.sha256(to_text(value).encode()).hexdigest()
+
+
+def slugify(value: Any) -> str:
+    """Lowercase letters, digits and single dashes: ``Feature/JIRA-12_x`` becomes ``feature-jira-12-x``."""
+    return re.sub(r"[^a-z0-9]+", "-", to_text(value).lower()).strip("-")
+
+
+def default(value: Any, fallback: Any = "", boolean: bool = False) -> Any:
+    from jinja2 import Undefined
+
+    if isinstance(value, Undefined) or (boolean and not value):
+        return fallback
+    return value
+
+
+def to_int(value: Any, fallback: int = 0) -> int:
+    _defined(value)
+    if isinstance(value, bool):
+        return int(value)
+    try:
+        return int(value) if not isinstance(value, str) else int(value.strip(), 10)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError, OverflowError):
+            return fallback
+
+
+def trunc(value: Any, length: int) -> str:
+    return to_text(value)[: max(int(length), 0)]
+
+
+def replace(value: Any, old: Any, new: Any) -> str:
+    text, old_text, new_text = to_text(value), to_text(old), to_text(new)
+    count = text.count(old_text)  # for "" this is len(text) + 1: every gap
+    _room(len(text) + count * (len(new_text) - len(old_text)))
+    return text.replace(old_text, new_text)
+
+
+def b64enc(value: Any) -> str:
+    return base64.b64encode(to_text(value).encode()).decode()
+
+
+def join(value: Any, separator: Any = "") -> str:
+    _defined(value)
+    parts, glue = [to_text(v) for v in value], to_text(separator)
+    _room(sum(map(len, parts)) + len(glue) * max(len(parts) - 1, 0))
+    return glue.join(parts)
+
+
+def _room(size: int) -> None:
+    """Refuse before building a result that would be over the limit."""
+    if size > MAX_STRING:
+        raise RenderError(f"a result of over {MAX_STRING} characters")
+
+
+FILTERS: dict[str, Callable[..., Any]] = {
+    "quote": quote,
+    "toYaml": to_yaml,
+    "toJson": to_json,
+    "sha256sum": sha256sum,
+    "slugify": slugify,
+    "default": default,
+    "d": default,
+    "int": to_int,
+    "string": quote,
+    "lower": lambda v: to_text(v).lower(),
+    "upper": lambda v: to_text(v).upper(),
+    "trim": lambda v: to_text(v).strip(),
+    "trunc": trunc,
+    "replace": replace,
+    "b64enc": b64enc,
+    "join": join,
+}

@@ -1,0 +1,82 @@
+"""set-config-checksum: roll pods (and re-run hash-named Jobs) when their ConfigMaps or Secrets change.
+
+Every pod template gets ``krmfn.dev/config-checksum: sha256:<hex>`` over the content of the ConfigMaps
+and Secrets it references that are in the ResourceList. See README.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from krmfn import Function, Selector
+from krmfn.errors import ConfigError
+from krmfn.functions.set_config_checksum.checksum import set_config_checksum
+
+
+@dataclass(frozen=True)
+class PodTemplatePathConfig:
+    kind: str = field(metadata={"help": "kind that holds a pod template", "example": "Rollout"})
+    path: str = field(
+        metadata={"help": "dotted path of the pod template (a PodTemplateSpec)", "example": "spec.template"}
+    )
+    api_version: str = field(
+        default="", metadata={"help": "exact apiVersion (default: any)", "example": "argoproj.io/v1alpha1"}
+    )
+
+    def validate(self, path: str) -> None:
+        if not self.kind:
+            raise ConfigError("must not be empty", f"{path}.kind")
+        if not self.path or not all(self.path.split(".")):
+            raise ConfigError(
+                f"{self.path!r} is not a dotted field path such as spec.template", f"{path}.path"
+            )
+
+
+@dataclass(frozen=True)
+class SetConfigChecksumConfig:
+    strict: bool = field(
+        default=False,
+        metadata={
+            "help": "a reference to a ConfigMap/Secret that is not in the ResourceList is an error "
+            "(default: a warning, as it may exist in the cluster)",
+            "example": "true",
+        },
+    )
+    pod_template_paths: list[PodTemplatePathConfig] = field(
+        default_factory=list,
+        metadata={
+            "help": "pod templates in other kinds (built in: Deployment, StatefulSet, DaemonSet, "
+            "ReplicaSet, ReplicationController, Job, CronJob, Pod, PodTemplate)",
+            "example": "[{kind: Rollout, path: spec.template}]",
+        },
+    )
+    selectors: list[Selector] = field(
+        default_factory=list, metadata={"help": "which workloads (default: all)"}
+    )
+    exclude: list[Selector] = field(default_factory=list, metadata={"help": "workloads to leave alone"})
+
+
+FUNCTION = Function(
+    name="set-config-checksum",
+    kind="SetConfigChecksum",
+    config=SetConfigChecksumConfig,
+    transform=set_config_checksum,
+    summary="annotate pod templates with a checksum of the ConfigMaps and Secrets they use",
+    example="""
+apiVersion: fn.krmfn.dev/v1alpha1
+kind: SetConfigChecksum
+metadata:
+  name: checksum
+  annotations:
+    config.kubernetes.io/local-config: "true"
+strict: false
+podTemplatePaths:
+- kind: Rollout
+  apiVersion: argoproj.io/v1alpha1
+  path: spec.template
+""",
+)
+
+
+def main() -> int:
+    return FUNCTION.main()

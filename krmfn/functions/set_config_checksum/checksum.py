@@ -1,0 +1,142 @@
+"""The transform: resolve each pod template's references inside the ResourceList and annotate it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from krmfn import ResourceList, select
+from krmfn.functions.set_config_checksum.digest import checksum
+from krmfn.functions.set_config_checksum.podtemplates import PodTemplate, TemplatePath, pod_templates
+from krmfn.functions.set_config_checksum.references import (
+    KINDS,
+    AnnotationError,
+    ConfigRef,
+    annotation_refs,
+    merge,
+    spec_refs,
+)
+from krmfn.kobj import Obj, annotations_of, is_local_config, ref_of, remove_annotation, set_annotation
+
+if TYPE_CHECKING:
+    from krmfn.functions.set_config_checksum import SetConfigChecksumConfig
+
+CHECKSUM = "krmfn.dev/config-checksum"
+Key = tuple[str, str, str]
+
+
+def index_config(items: Iterable[Obj], local: bool = False) -> dict[Key, Obj]:
+    """ConfigMaps and Secrets by (kind, namespace, name); local config is never deployed, so never found."""
+    found: dict[Key, Obj] = {}
+    for obj in items:
+        if obj.get("kind") in KINDS and obj.get("apiVersion") == "v1" and is_local_config(obj) == local:
+            ref = ref_of(obj)
+            found.setdefault((ref.kind, ref.namespace, ref.name), obj)
+    return found
+
+
+def _metadata_first(template: dict[str, Any]) -> None:
+    """Create a missing ``metadata`` before ``spec``, where people write it, rather than after it."""
+    if isinstance(template.get("metadata"), dict):
+        return
+    template.pop("metadata", None)
+    insert = getattr(template, "insert", None)  # ruamel's CommentedMap keeps comments this way
+    if callable(insert):
+        insert(0, "metadata", type(template)())
+        return
+    rest = list(template.items())
+    template.clear()
+    template["metadata"] = {}
+    template.update(rest)
+
+
+def references(obj: Obj, template: PodTemplate, namespace: str) -> list[ConfigRef]:
+    refs = list(spec_refs(template, namespace))
+    if template.template is not obj:
+        refs += annotation_refs(annotations_of(obj), namespace, "")
+    refs += annotation_refs(annotations_of(template.template), namespace, template.field(""))
+    return merge(refs)
+
+
+class Run:
+    """One run's state: the index of config objects, the counters of the summary, the results."""
+
+    def __init__(self, rl: ResourceList, config: SetConfigChecksumConfig) -> None:
+        self.rl = rl
+        self.config = config
+        self.index = index_config(rl.items)
+        self.local = index_config(rl.items, local=True)
+        self.extra = [TemplatePath(p.kind, p.path, p.api_version) for p in config.pod_template_paths]
+        self.annotated = 0
+        self.removed = 0
+        self.missing = 0
+        self.hashed: set[Key] = set()
+
+    def visit(self, obj: Obj) -> None:
+        namespace = ref_of(obj).namespace
+        for template in pod_templates(obj, self.extra):
+            try:
+                refs = references(obj, template, namespace)
+            except AnnotationError as err:
+                self.rl.results.error(str(err), obj, field=err.field)
+                continue
+            found = [self.resolve(obj, ref) for ref in refs]
+            present = [target for target in found if target is not None]
+            if present:
+                _metadata_first(template.template)
+                set_annotation(template.template, CHECKSUM, checksum(present))
+                self.annotated += 1
+                self.hashed.update(ref.key for ref in refs if ref.key in self.index)
+            elif remove_annotation(template.template, CHECKSUM):
+                # A checksum over nothing would be stale; dropping it keeps the output a function of input.
+                self.removed += 1
+
+    def resolve(self, obj: Obj, ref: ConfigRef) -> Obj | None:
+        target = self.index.get(ref.key)
+        if target is not None:
+            return target
+        self.missing += 1
+        message = f"{ref} is not in the ResourceList, so its content is not part of the checksum"
+        if ref.optional:
+            message += " (optional reference)"
+        elif self.config.strict:
+            message += " (strict: true)"
+        else:
+            message += " (it may exist in the cluster)"
+        message += self.hint(ref)
+        if ref.optional:
+            self.rl.results.info(message, obj, field=ref.field)
+        elif self.config.strict:
+            self.rl.results.error(message, obj, field=ref.field)
+        else:
+            self.rl.results.warning(message, obj, field=ref.field)
+        return None
+
+    def hint(self, ref: ConfigRef) -> str:
+        """Near misses: the same name in another namespace, or in local config (which is never deployed)."""
+        elsewhere = sorted(
+            ns or "(none)" for kind, ns, name in self.index if (kind, name) == (ref.kind, ref.name)
+        )
+        if elsewhere:
+            return f"; a {ref.kind} of that name is in namespace(s) {', '.join(elsewhere)}"
+        if ref.key in self.local:
+            return f"; a {ref.kind} of that name is local config, which is not deployed"
+        return ""
+
+    def summary(self) -> str:
+        text = (
+            f"set {CHECKSUM} on {self.annotated} pod template(s) "
+            f"from {len(self.hashed)} ConfigMap/Secret object(s)"
+        )
+        if self.missing:
+            text += f"; {self.missing} reference(s) not in the ResourceList"
+        if self.removed:
+            text += f"; removed {self.removed} checksum(s) that no longer had a referenced object"
+        return text
+
+
+def set_config_checksum(rl: ResourceList, config: SetConfigChecksumConfig) -> None:
+    run = Run(rl, config)
+    for obj in select(rl.items, config.selectors, config.exclude):
+        run.visit(obj)
+    rl.results.info(run.summary())

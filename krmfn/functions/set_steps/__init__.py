@@ -1,0 +1,70 @@
+"""set-steps: put every resource in a named, ordered step, as Flux Operator's ResourceSet ``.spec.steps``.
+
+Writes ``krmfn.dev/step``, ``krmfn.dev/step-index``, ``krmfn.dev/step-timeout`` (and ``krmfn.dev/wait`` on
+the final step) for the runner; optionally ``config.kubernetes.io/depends-on`` for kpt live apply and
+``argocd.argoproj.io/sync-wave`` for Argo CD, so one order drives all three.
+"""
+
+from __future__ import annotations
+
+from krmfn import Function, ResourceList
+from krmfn.functions.set_steps import dependson, runner_annotations
+from krmfn.functions.set_steps.annotate import plan_depends_on, write_steps
+from krmfn.functions.set_steps.config import SetStepsConfig, Step
+from krmfn.functions.set_steps.plan import assign
+from krmfn.kobj import is_local_config, set_annotation
+
+__all__ = ["FUNCTION", "SetStepsConfig", "Step", "main"]
+
+
+def set_steps(rl: ResourceList, config: SetStepsConfig) -> None:
+    for obj in rl.items:
+        if not is_local_config(obj):
+            runner_annotations.check(obj, rl.results)
+    groups = assign(rl.items, config, rl.results)
+    depends_on = []
+    if "depends-on" in config.emit:
+        scopes = dependson.Scopes(rl.items, config.cluster_scoped_kinds)
+        depends_on = plan_depends_on(groups, scopes, rl.results)
+    if rl.results.has_errors:
+        # All or nothing: a half-annotated package would deploy in a partly wrong order.
+        rl.results.info("annotated no resource: fix the errors above")
+        return
+    write_steps(groups, config)
+    for obj, value in depends_on:
+        set_annotation(obj, dependson.ANNOTATION, value)
+    for index, (step, group) in enumerate(zip(config.steps, groups, strict=True)):
+        if not group:
+            rl.results.warning(f"step {step.name!r} has no resources", field=f"functionConfig.steps[{index}]")
+    count = sum(len(group) for group in groups)
+    rl.results.info(f"assigned {count} resource(s) to {len(config.steps)} step(s)")
+
+
+FUNCTION = Function(
+    name="set-steps",
+    kind="SetSteps",
+    config=SetStepsConfig,
+    transform=set_steps,
+    summary="assign resources to ordered steps (Flux Operator ResourceSet steps) as annotations",
+    example="""
+apiVersion: fn.krmfn.dev/v1alpha1
+kind: SetSteps
+metadata: {name: staged}
+wait: true
+defaultStep: deploy
+steps:
+  - name: pre-deploy
+    timeout: 5m
+    selectors: [{kind: Job, name: db-migration}]
+  - name: deploy
+    timeout: 10m
+  - name: post-deploy
+    timeout: 5m
+    selectors: [{kind: Job, name: cache-warmup}]
+emit: [depends-on]
+""",
+)
+
+
+def main() -> int:
+    return FUNCTION.main()

@@ -1,0 +1,210 @@
+"""The rules of validate-jobs: each one an id, a default severity, and a check yielding findings.
+
+Checks read a Job or CronJob and never change it. A finding is (rule id, message, field path, value).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from krmfn.duration import SECOND, parse_duration
+from krmfn.functions.validate_jobs.cron import ScheduleError, check_schedule
+from krmfn.functions.validate_jobs.timezones import zone_problem
+from krmfn.kobj import Obj, annotations_of, get_path
+
+
+@dataclass(frozen=True)
+class Rule:
+    severity: Literal["error", "warning"]
+    summary: str
+
+
+RULES: dict[str, Rule] = {
+    "restart-policy": Rule("error", "pod template restartPolicy is not Never or OnFailure"),
+    "name-invalid": Rule("error", "metadata.name is not a DNS-1123 subdomain"),
+    "name-too-long": Rule("error", "Job name over 63 characters, CronJob name over 52"),
+    "schedule-invalid": Rule("error", "CronJob schedule is not a valid cron expression or descriptor"),
+    "schedule-time-zone-prefix": Rule("error", "CronJob schedule uses TZ= or CRON_TZ="),
+    "time-zone-invalid": Rule("error", "CronJob timeZone is not an IANA time zone name"),
+    "backoff-limit-default": Rule("warning", "no explicit backoffLimit (the default 6 fails slowly)"),
+    "ttl-unhashed-job": Rule("warning", "ttlSecondsAfterFinished on a Job whose name is not hashed"),
+    "recreate-without-idempotent": Rule(
+        "warning", "recreate-on-failure without the krmfn.dev/idempotent acknowledgement"
+    ),
+    "deadline-over-step-timeout": Rule("warning", "activeDeadlineSeconds longer than the step's timeout"),
+    "concurrency-policy-default": Rule("warning", "CronJob without an explicit concurrencyPolicy"),
+}
+
+JOB_BASE_NAME = "krmfn.dev/job-base-name"
+IDEMPOTENT = "krmfn.dev/idempotent"
+STEP_TIMEOUT = "krmfn.dev/step-timeout"
+RECREATE = ("krmfn.dev/recreate-on-failure", "fluxcd.controlplane.io/recreateOnFailure")
+NAME_LIMITS = {"Job": 63, "CronJob": 52}
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_RESTART_VALUES = '"OnFailure", "Never"'
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    message: str
+    field: str
+    value: Any = None
+
+
+def check(obj: Obj) -> Iterator[Finding]:
+    kind = str(obj.get("kind"))
+    job_spec = "spec" if kind == "Job" else "spec.jobTemplate.spec"
+    yield from _name(obj, kind)
+    yield from _restart_policy(obj, job_spec)
+    if (
+        get_path(obj, f"{job_spec}.backoffLimit") is None
+        and get_path(obj, f"{job_spec}.backoffLimitPerIndex") is None
+    ):
+        yield Finding(
+            "backoff-limit-default",
+            "no backoffLimit: the default of 6 retries with exponential back-off can take minutes to "
+            "declare a broken run failed; set it explicitly (0 to 2 for a migration)",
+            f"{job_spec}.backoffLimit",
+        )
+    yield from _recreate(obj)
+    if kind == "Job":
+        yield from _ttl(obj)
+        yield from _deadline(obj)
+    else:
+        yield from _cron(obj)
+
+
+def _name(obj: Obj, kind: str) -> Iterator[Finding]:
+    name = get_path(obj, "metadata.name")
+    if not isinstance(name, str) or not name:
+        return  # generateName: the API server picks the name
+    if len(name) > 253 or not _SUBDOMAIN.match(name):
+        yield Finding(
+            "name-invalid",
+            f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case '
+            "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+            "metadata.name",
+            name,
+        )
+    limit = NAME_LIMITS[kind]
+    if len(name) > limit:
+        why = (
+            "the Job name becomes the value of the pod label batch.kubernetes.io/job-name"
+            if kind == "Job"
+            else "the CronJob controller appends an 11-character suffix to name each Job"
+        )
+        yield Finding(
+            "name-too-long",
+            f'Invalid value: "{name}": must be no more than {limit} characters ({len(name)}; {why})',
+            "metadata.name",
+            name,
+        )
+
+
+def _restart_policy(obj: Obj, job_spec: str) -> Iterator[Finding]:
+    path = f"{job_spec}.template.spec.restartPolicy"
+    policy = get_path(obj, path)
+    if policy in (None, "", "Always"):
+        yield Finding("restart-policy", f"Required value: valid values: {_RESTART_VALUES}", path, policy)
+    elif policy not in ("OnFailure", "Never"):
+        yield Finding(
+            "restart-policy",
+            f'Unsupported value: "{policy}": supported values: {_RESTART_VALUES}',
+            path,
+            policy,
+        )
+    elif policy == "OnFailure" and get_path(obj, f"{job_spec}.podFailurePolicy") is not None:
+        yield Finding(
+            "restart-policy",
+            'Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified',
+            path,
+            policy,
+        )
+
+
+def _recreate(obj: Obj) -> Iterator[Finding]:
+    notes = annotations_of(obj)
+    enabled = [name for name in RECREATE if notes.get(name) == "enabled"]
+    if enabled and str(notes.get(IDEMPOTENT, "")).lower() != "true":
+        yield Finding(
+            "recreate-without-idempotent",
+            "recreate-on-failure re-runs a failed Job on every apply until it succeeds, repeating "
+            "whatever it did before failing; if it is safe to repeat, acknowledge with the annotation "
+            f'{IDEMPOTENT}: "true"',
+            f"metadata.annotations.{enabled[0]}",
+        )
+
+
+def _ttl(obj: Obj) -> Iterator[Finding]:
+    ttl = get_path(obj, "spec.ttlSecondsAfterFinished")
+    if ttl is not None and JOB_BASE_NAME not in annotations_of(obj):
+        yield Finding(
+            "ttl-unhashed-job",
+            "ttlSecondsAfterFinished on a Job whose name is not hashed: after the TTL controller deletes "
+            "it, the next apply (or Flux reconciliation) creates it again and it runs again; run "
+            "hash-job-names or remove the TTL",
+            "spec.ttlSecondsAfterFinished",
+            ttl,
+        )
+
+
+def _deadline(obj: Obj) -> Iterator[Finding]:
+    deadline = get_path(obj, "spec.activeDeadlineSeconds")
+    timeout = annotations_of(obj).get(STEP_TIMEOUT)
+    if not isinstance(deadline, int) or isinstance(deadline, bool) or timeout is None:
+        return
+    try:
+        nanos = parse_duration(str(timeout))
+    except ValueError as err:
+        yield Finding(
+            "deadline-over-step-timeout",
+            f"cannot compare with the step timeout: annotation {STEP_TIMEOUT}: {err}",
+            f"metadata.annotations.{STEP_TIMEOUT}",
+            str(timeout),
+        )
+        return
+    if deadline * SECOND > nanos:
+        yield Finding(
+            "deadline-over-step-timeout",
+            f"activeDeadlineSeconds {deadline} is longer than the step timeout {timeout}: the step times "
+            "out while the Job may still be running; lower the deadline or raise the step timeout",
+            "spec.activeDeadlineSeconds",
+            deadline,
+        )
+
+
+def _cron(obj: Obj) -> Iterator[Finding]:
+    schedule = get_path(obj, "spec.schedule")
+    if not isinstance(schedule, str) or not schedule:
+        yield Finding("schedule-invalid", "Required value", "spec.schedule", schedule)
+    else:
+        try:
+            check_schedule(schedule)
+        except ScheduleError as err:
+            yield Finding(
+                "schedule-invalid", f'Invalid value: "{schedule}": {err}', "spec.schedule", schedule
+            )
+        if "TZ" in schedule:
+            yield Finding(
+                "schedule-time-zone-prefix",
+                f'Invalid value: "{schedule}": cannot use TZ or CRON_TZ in schedule, '
+                "use timeZone field instead",
+                "spec.schedule",
+                schedule,
+            )
+    zone = get_path(obj, "spec.timeZone")
+    if zone is not None:
+        problem = zone_problem(str(zone))
+        if problem:
+            yield Finding("time-zone-invalid", f'Invalid value: "{zone}": {problem}', "spec.timeZone", zone)
+    if get_path(obj, "spec.concurrencyPolicy") is None:
+        yield Finding(
+            "concurrency-policy-default",
+            "no concurrencyPolicy: the default Allow starts a new run while the previous one is still "
+            "going; set Forbid or Replace unless overlapping runs are safe",
+            "spec.concurrencyPolicy",
+        )
