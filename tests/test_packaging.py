@@ -17,7 +17,8 @@ from krmfn.registry import CANONICAL_ORDER
 
 def _run(*args: str | Path, cwd: Path = ROOT) -> str:
     proc = subprocess.run([str(a) for a in args], cwd=cwd, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, f"{args} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    output = f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"{args} exited {proc.returncode}:\n{output}"
     return proc.stdout
 
 
