@@ -88,6 +88,9 @@ class FakeApi:
         self.controllers: list[Controller] = []
         self.requests: list[tuple[str, str]] = []
         """(verb, object) of every request served, in order; ``object`` is ``str(Key)``."""
+        self.log_lines: dict[tuple[str, str, bool], str] = {}
+        """(pod, container, previous) -> the log a test gives that container."""
+        self.log_requests: list[tuple[str, str, bool]] = []
         self._objects: dict[Key, Obj] = {}
         self._revision = itertools.count(1)
         self._uids = (str(uuid.UUID(int=i)) for i in itertools.count(1))
@@ -202,8 +205,11 @@ class FakeApi:
     ) -> Iterator[WatchEvent]:
         raise AssertionError("FakeApi does not model watches: use objects that are healthy once applied")
 
-    def logs(self, name: str, namespace: str, container: str, tail: int) -> str | None:
-        return None
+    def logs(
+        self, name: str, namespace: str, container: str, tail: int, previous: bool = False
+    ) -> str | None:
+        self.log_requests.append((name, container, previous))
+        return self.log_lines.get((name, container, previous))
 
     # --- for tests: the store as another client sees it ----------------------------------------------------
 
