@@ -43,31 +43,38 @@ def is_label(name: str) -> bool:
     return len(name) <= LABEL_MAX and bool(_LABEL_RE.match(name))
 
 
-def name_problems(kind: str, name: str, indexed_completions: int | None = None) -> list[str]:
-    """What the API server says about ``name`` for a Job or CronJob (empty: accepted). The messages
-    follow the API server's wording. ``indexed_completions``: ``spec.completions`` of an Indexed Job."""
-    problems = []
-    if not is_subdomain(name):
-        if len(name) > SUBDOMAIN_MAX:
-            problems.append(f"must be no more than {SUBDOMAIN_MAX} characters")
-        if not _SUBDOMAIN_RE.match(name):
-            problems.append(SUBDOMAIN_RULE)
+def name_findings(kind: str, name: str, indexed_completions: int | None = None) -> list[tuple[bool, str]]:
+    """(too long, message) for each thing the API server says about ``name`` as the name of a Job or
+    CronJob; empty when it accepts it. ``indexed_completions``: ``spec.completions`` of an Indexed Job."""
+    found: list[tuple[bool, str]] = []
+    if len(name) > SUBDOMAIN_MAX:
+        found.append((True, f"must be no more than {SUBDOMAIN_MAX} characters"))
+    if not _SUBDOMAIN_RE.match(name):
+        found.append((False, SUBDOMAIN_RULE))
     limit = JOB_NAME_MAX if kind == "Job" else CRONJOB_NAME_MAX
-    if len(name) > limit:
+    if SUBDOMAIN_MAX >= len(name) > limit:
         why = (
-            "it becomes the value of the pod label batch.kubernetes.io/job-name"
+            "the Job name becomes the value of the pod label batch.kubernetes.io/job-name"
             if kind == "Job"
             else "the CronJob controller appends an 11-character suffix to name each Job"
         )
-        problems.append(f"must be no more than {limit} characters ({len(name)}; {why})")
-    if kind == "Job" and indexed_completions is not None and indexed_completions > 0 and not problems:
+        found.append((True, f"must be no more than {limit} characters ({len(name)}; {why})"))
+    if kind == "Job" and indexed_completions is not None and indexed_completions > 0 and not found:
         hostname = f"{name}-{indexed_completions - 1}"
         if not is_label(hostname):
-            problems.append(
-                f"will not be able to create pods with the invalid DNS label {hostname!r} as hostname "
-                f"(an Indexed Job's pods are named <name>-<index>; {LABEL_RULE}, at most {LABEL_MAX})"
+            found.append(
+                (
+                    False,
+                    f"will not be able to create pods with the invalid DNS label {hostname!r} as hostname "
+                    f"(an Indexed Job's pods are named <name>-<index>; {LABEL_RULE}, at most {LABEL_MAX})",
+                )
             )
-    return problems
+    return found
+
+
+def name_problems(kind: str, name: str, indexed_completions: int | None = None) -> list[str]:
+    """What the API server says about ``name`` for a Job or CronJob (empty: accepted), in its wording."""
+    return [message for _, message in name_findings(kind, name, indexed_completions)]
 
 
 def trim_for_suffix(base: str, room: int) -> str:
