@@ -54,3 +54,25 @@ def canonical_json(value: Any) -> str:
 
 def digest(value: Any, length: int) -> str:
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:length]
+
+
+def ttl_warning(obj: Any, engine: str) -> str:
+    """Why a Job with ``ttlSecondsAfterFinished`` is run again under ``engine`` (empty: it sets no TTL).
+    ``krmfn apply`` remembers every Job it ran in its inventory, so a Job its TTL deleted stays deleted;
+    Flux (ResourceSet), Argo CD and kpt live apply see a missing object and create it again."""
+    if (
+        not isinstance(obj, dict)
+        or obj.get("kind") != "Job"
+        or not str(obj.get("apiVersion", "")).startswith("batch/")
+    ):
+        return ""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or spec.get("ttlSecondsAfterFinished") is None:
+        return ""
+    notes = (obj.get("metadata") or {}).get("annotations") or {}
+    named = "a hash-named Job" if "krmfn.dev/job-base-name" in notes else "a Job"
+    return (
+        f"ttlSecondsAfterFinished on {named}: once the TTL controller deletes it, {engine} re-creates "
+        "the missing Job, which runs again (only krmfn apply keeps a record of the Jobs it ran); remove the "
+        "TTL when deploying with this engine"
+    )

@@ -54,6 +54,7 @@ RESOURCES = [
     Resource("", "v1", "Secret", "secrets", True),
     Resource("", "v1", "Namespace", "namespaces", False),
     Resource("batch", "v1", "Job", "jobs", True),
+    Resource("", "v1", "Pod", "pods", True),
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
 ]
 SERVER_FIELDS = ("uid", "creationTimestamp", "resourceVersion")

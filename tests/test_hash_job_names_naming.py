@@ -10,14 +10,16 @@ from hypothesis import strategies as st
 
 from krmfn.functions.hash_job_names import FUNCTION
 from krmfn.functions.hash_job_names.naming import MAX_NAME, derived_from, hashed_name, spec_hash
+from krmfn.functions.hash_job_names.references import Renames, rewrite_value
 from krmfn.jobspec import MUTABLE_SPEC_FIELDS
 from krmfn.k8snames import name_problems
-from krmfn.functions.hash_job_names.references import Renames, rewrite_value
 from krmfn.yamlio import _load_fast, dump_fast
 
 labels = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z", fullmatch=True)
 # DNS-1123 subdomains, as the API server accepts for a Job name: dots allowed (``db.migration``).
-subdomains = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?){0,3}\Z")
+subdomains = st.from_regex(
+    r"\A[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?){0,3}\Z"
+)
 SPEC: dict[str, Any] = {
     "backoffLimit": 1,
     "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "ghcr.io/e/x:1"}]}},

@@ -12,10 +12,10 @@ from fake_kube import FakeApi, Harness
 
 from krmfn.runner import jobs
 from krmfn.runner.applyset import (
-    JOB_RECORDS,
-    LEGACY_COMPLETED_JOBS,
     GROUP_KINDS,
     ID_LABEL,
+    JOB_RECORDS,
+    LEGACY_COMPLETED_JOBS,
     NAMESPACES,
     PART_OF,
     TOOLING,
@@ -577,8 +577,8 @@ def test_a_completed_job_gets_new_labels_and_annotations_in_place(cluster: Clust
 def test_a_record_of_krmfn_0_1_keeps_a_ttl_deleted_job_from_running_again(cluster: Cluster) -> None:
     migrate = job("migrate")
     cluster.api.seed(Parent("krmfn", "apps", "0.1.0", group_kinds={"Job.batch"}).render())
-    cluster.api.annotate("v1", "Secret", "apps", "krmfn",
-                         {LEGACY_COMPLETED_JOBS: f"apps/migrate={jobs.legacy_spec_hash(migrate)}"})  # fmt: skip
+    legacy = {LEGACY_COMPLETED_JOBS: f"apps/migrate={jobs.legacy_spec_hash(migrate)}"}
+    cluster.api.annotate("v1", "Secret", "apps", "krmfn", legacy)
     cluster.apply([migrate])
     assert cluster.applied() == [("Job.batch apps/migrate", "skipped")]
     notes = cluster.parent()
@@ -592,11 +592,43 @@ def test_a_job_renamed_by_the_new_name_hash_is_not_run_again(cluster: Cluster) -
     for doc in (old, new):
         doc["metadata"]["annotations"]["krmfn.dev/job-base-name"] = "migrate"
     cluster.api.seed(Parent("krmfn", "apps", "0.1.0", group_kinds={"Job.batch"}).render())
-    cluster.api.annotate("v1", "Secret", "apps", "krmfn",
-                         {LEGACY_COMPLETED_JOBS: f"apps/migrate-0a1b2c3d={jobs.legacy_spec_hash(old)}"})  # fmt: skip
+    legacy = {LEGACY_COMPLETED_JOBS: f"apps/migrate-0a1b2c3d={jobs.legacy_spec_hash(old)}"}
+    cluster.api.annotate("v1", "Secret", "apps", "krmfn", legacy)
     cluster.apply([new])
     assert cluster.applied() == [("Job.batch apps/migrate-9f8e7d6c", "skipped")]
     skipped = next(e for e in cluster.events if isinstance(e, Apply))
     assert skipped.detail.startswith("completed before as migrate-0a1b2c3d and deleted since")
     assert cluster.names("Job") == []
     assert cluster.parent()[JOB_RECORDS] == f"apps/migrate-9f8e7d6c={jobs.run_hash(new)}:completed"
+
+
+def test_a_failed_job_restarted_in_place_reports_its_exit_code_and_the_previous_logs(
+    cluster: Cluster,
+) -> None:
+    # restartPolicy OnFailure: the container exited 3 and was restarted in place, then killed (137) when
+    # the Job failed. The reason is the exit before the kill; its logs are the previous container's.
+    def fail_with_a_pod(obj: Doc) -> None:
+        if obj["kind"] != "Job":
+            return
+        obj["status"] = {
+            "conditions": [{"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded"}]
+        }
+        cluster.api.seed({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "migrate-x", "namespace": "apps",
+                         "labels": {"batch.kubernetes.io/job-name": "migrate"},
+                         "ownerReferences": [{"uid": obj["metadata"]["uid"]}]},
+            "status": {"phase": "Running", "containerStatuses": [{
+                "name": "m", "restartCount": 2, "state": {"terminated": {"exitCode": 137, "reason": "Error"}},
+                "lastState": {"terminated": {"exitCode": 3, "reason": "Error"}}}]},
+        })  # fmt: skip
+
+    cluster.api.controllers[:] = [fail_with_a_pod]
+    cluster.api.log_lines[("migrate-x", "m", True)] = "applying 0042\nlock timeout after 30s\n"
+    plan = build_plan([job("migrate")], namespace="apps", default_timeout=30, wait=True)
+    result = Runner(cluster.api, Options(namespace="apps"), cluster.events.append).run(plan)
+    assert result.error is not None
+    message = str(result.error)
+    assert "pod migrate-x container m: exit code 3 (Error), restarted 2 times" in message
+    assert "last log lines before the restart: applying 0042 / lock timeout after 30s" in message
+    assert cluster.api.log_requests == [("migrate-x", "m", True)]
