@@ -82,13 +82,13 @@ def test_a_container_restarted_in_place_reports_its_own_exit_code_not_the_kill()
                                    "lastState": exited(3)})  # fmt: skip
     [problem] = jobs.pod_problems([killed])
     assert problem.why == (
-        "exit code 3 (Error), restarted 2 times; its last run ended with exit code 137 (Error)"
+        "Error (exit code 3), restarted 2 times; its last run ended with Error (exit code 137)"
     )
     assert problem.previous  # its logs are the previous container's
     crash_looping = pod("m-y", "Running", {"name": "main", "restartCount": 1, "lastState": exited(3),
                                           "state": {"waiting": {"reason": "CrashLoopBackOff"}}})  # fmt: skip
     [problem] = jobs.pod_problems([crash_looping])
-    assert problem.describe() == "pod m-y container main: exit code 3 (Error), restarted 1 time"
+    assert problem.describe() == "pod m-y container main: Error (exit code 3), restarted 1 time"
 
 
 def test_failed_pods_oldest_first_with_init_containers_indexes_and_evictions() -> None:
@@ -102,7 +102,7 @@ def test_failed_pods_oldest_first_with_init_containers_indexes_and_evictions() -
                   created="3")  # fmt: skip
     found = [p.describe() for p in jobs.pod_problems([evicted, pulling, first, running])]
     assert found == [
-        "pod m-a (index 2) container main: exit code 1 (Error)",
+        "pod m-a (index 2) container main: Error (exit code 1)",
         "pod m-b: Evicted: low on memory",
         "pod m-d container main: waiting: ImagePullBackOff: no such image",
     ]

@@ -103,7 +103,7 @@ class PodProblem:
 
 
 def _terminated_text(term: dict[str, Any]) -> str:
-    why = f"exit code {term.get('exitCode')} ({term.get('reason') or 'terminated'})"
+    why = f"{term.get('reason') or 'terminated'} (exit code {term.get('exitCode')})"
     if term.get("message"):
         why += f": {str(term['message']).strip()}"
     return why

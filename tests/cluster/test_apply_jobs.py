@@ -263,7 +263,7 @@ def test_on_failure_job_is_reported_with_its_containers_exit_code(
     # The container exits 3 and restarts in place; the Job controller kills the pod (137) when it fails.
     out = apply([job("crashing", 0, fail=True, restart_policy="OnFailure", backoff_limit=1)], "--wait")
     assert out.code == 1
-    assert "exit code 3 (Error)" in out.error, out.error
+    assert "Error (exit code 3)" in out.error, out.error
     assert "restarted" in out.error
 
 
@@ -288,7 +288,7 @@ def test_failures_ignored_by_the_pod_failure_policy_are_shown_while_waiting(
     out = apply([job("ignored", 0, fail=True, timeout="8s", podFailurePolicy=ignore)], "--wait")
     assert out.code == 1
     statuses = [e["message"] for e in out.of("status") if e["object"] == f"Job.batch {namespace}/ignored"]
-    assert any("exit code 3 (Error) (ignored by the podFailurePolicy" in m for m in statuses), statuses
+    assert any("Error (exit code 3) (ignored by the podFailurePolicy" in m for m in statuses), statuses
     assert "ignored by the podFailurePolicy" in out.error  # the timeout says why it never finished
 
 
