@@ -52,18 +52,44 @@ def main() -> int:
 
         wait_until("default ServiceAccount", has_sa, 30)
         started = time.time()
-        report = Campaign(cluster, namespace, workdir / "runs", seed=args.seed, runs=args.runs,
-                          log=lambda line: print(line, flush=True)).run()  # fmt: skip
+        report = Campaign(
+            cluster,
+            namespace,
+            workdir / "runs",
+            seed=args.seed,
+            runs=args.runs,
+            log=lambda line: print(line, flush=True),
+        ).run()
         print()
         print(report.table())
         if args.json:
-            args.json.write_text(json.dumps({
-                "seed": args.seed, "runs": args.runs, "started": started, "seconds": report.seconds,
-                "checks": dict(report.checks), "violations": report.violations,
-                "records": [{"number": r.number, "fault": r.fault, "injected": r.injected, "delay": r.delay,
-                             "codes": r.codes, "seconds": round(r.seconds, 2), "changes": r.render.changes,
-                             "violations": r.violations, "errors": r.errors} for r in report.records],
-            }, indent=1))  # fmt: skip
+            args.json.write_text(
+                json.dumps(
+                    {
+                        "seed": args.seed,
+                        "runs": args.runs,
+                        "started": started,
+                        "seconds": report.seconds,
+                        "checks": dict(report.checks),
+                        "violations": report.violations,
+                        "records": [
+                            {
+                                "number": r.number,
+                                "fault": r.fault,
+                                "injected": r.injected,
+                                "delay": r.delay,
+                                "codes": r.codes,
+                                "seconds": round(r.seconds, 2),
+                                "changes": r.render.changes,
+                                "violations": r.violations,
+                                "errors": r.errors,
+                            }
+                            for r in report.records
+                        ],
+                    },
+                    indent=1,
+                )
+            )
         return 1 if report.violations else 0
     finally:
         cluster.down()

@@ -55,9 +55,17 @@ WRITER = "chaos-writer"
 
 # Faults after which a valid render must still succeed: the runner retries, resumes watches, waits.
 SURVIVABLE = {
-    "none", "apiserver-restart", "etcd-restart", "controller-manager-restart",
-    "proxy-latency", "proxy-reset", "proxy-drop", "proxy-cut-watches", "proxy-refuse", "proxy-stall",
-}  # fmt: skip
+    "none",
+    "apiserver-restart",
+    "etcd-restart",
+    "controller-manager-restart",
+    "proxy-latency",
+    "proxy-reset",
+    "proxy-drop",
+    "proxy-cut-watches",
+    "proxy-refuse",
+    "proxy-stall",
+}
 FAULTS = sorted(SURVIVABLE | {"sigkill", "sigterm", "second-run", "second-run-waiting", "writer"})
 
 
@@ -126,8 +134,16 @@ class Report:
 
 
 class Campaign:
-    def __init__(self, cluster: Cluster, namespace: str, workdir: Path, *, seed: int, runs: int,
-                 log: Callable[[str], None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        cluster: Cluster,
+        namespace: str,
+        workdir: Path,
+        *,
+        seed: int,
+        runs: int,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
         self.cluster, self.namespace, self.workdir = cluster, namespace, workdir
         # Two streams, so that the renders do not depend on which faults happened to be injected.
         self.rng = random.Random(seed)  # schedule, delays, fault parameters: drawn for every run
@@ -178,8 +194,10 @@ class Campaign:
 
     def _describe(self, r: RunRecord) -> str:
         state = "injected" if r.injected else "missed"
-        text = (f"run {r.number:3} {r.fault:26} {state:8} at {r.delay:4.1f}s exits {r.codes} "
-                f"in {r.seconds:4.1f}s [{', '.join(r.render.changes)}]")  # fmt: skip
+        text = (
+            f"run {r.number:3} {r.fault:26} {state:8} at {r.delay:4.1f}s exits {r.codes} "
+            f"in {r.seconds:4.1f}s [{', '.join(r.render.changes)}]"
+        )
         for e in r.errors:
             text += f"\n        error: {e[:160]}"
         for v in r.violations:
@@ -197,10 +215,10 @@ class Campaign:
         sampler = threading.Thread(target=self._sample, args=(sampling,), daemon=True)
         sampler.start()
         first = self._spawn(path, number, "a", flags)
-        procs, killed, violations = [first], set(), []
+        procs, killed, violations = [first], set[int](), list[str]()
         injected = self._wait_running(first, delay)
         if injected:
-            second = self._inject(fault, scale, first, path, number, flags, killed)
+            second = self._inject(fault, scale, first, path=path, number=number, flags=flags, killed=killed)
             if second is not None:
                 procs.append(second)
         for p in procs:
@@ -220,17 +238,31 @@ class Campaign:
         errors = [str(e["message"]) for _, events, _ in outcomes for e in events if e.get("type") == "error"]
         if any(code == 0 for code, _, _ in outcomes) and flags:
             self.conflicted = False
-        return RunRecord(number, fault, injected, delay, render, [c for c, _, _ in outcomes], seconds,
-                         violations, errors)  # fmt: skip
+        return RunRecord(
+            number, fault, injected, delay, render, [c for c, _, _ in outcomes], seconds, violations, errors
+        )
 
     def _sample(self, stop: threading.Event) -> None:
         while not stop.wait(0.3):
             self.ledger.observe_quietly()
 
-    def _spawn(self, path: Path, number: int, tag: str, flags: list[str], kubeconfig: Path | None = None) -> Proc:
+    def _spawn(
+        self, path: Path, number: int, tag: str, flags: list[str], kubeconfig: Path | None = None
+    ) -> Proc:
         out, err = self.workdir / f"run-{number:04}{tag}.jsonl", self.workdir / f"run-{number:04}{tag}.err"
-        argv = [KRMFN, "apply", "-f", str(path), "-n", self.namespace, "-o", "json",
-                "--kubeconfig", str(kubeconfig or self.proxy_kubeconfig), *flags]  # fmt: skip
+        argv = [
+            KRMFN,
+            "apply",
+            "-f",
+            str(path),
+            "-n",
+            self.namespace,
+            "-o",
+            "json",
+            "--kubeconfig",
+            str(kubeconfig or self.proxy_kubeconfig),
+            *flags,
+        ]
         with out.open("wb") as o, err.open("wb") as e:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=o, stderr=e)
         return Proc(proc, out, err)
@@ -246,8 +278,17 @@ class Campaign:
 
     # --- faults -------------------------------------------------------------------------------------------
 
-    def _inject(self, fault: str, scale: float, first: Proc, path: Path, number: int, flags: list[str],
-                killed: set[int]) -> Proc | None:  # fmt: skip
+    def _inject(
+        self,
+        fault: str,
+        scale: float,
+        first: Proc,
+        *,
+        path: Path,
+        number: int,
+        flags: list[str],
+        killed: set[int],
+    ) -> Proc | None:
         proxy = self.proxy
         if fault == "apiserver-restart":
             self.cluster.restart("kube-apiserver", down_for=2 * scale)
@@ -288,7 +329,11 @@ class Campaign:
         """Another field manager takes over fields krmfn owns (as kubectl edit or an HPA would)."""
         if scale < 0.5:
             res: type[ConfigMap | Deployment] = ConfigMap
-            body: Doc = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"revision": f"written-{scale:.6f}"}}
+            body: Doc = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "data": {"revision": f"written-{scale:.6f}"},
+            }
             name = "app-config"
         else:
             res, name = Deployment, "web"
@@ -327,7 +372,9 @@ class Campaign:
             problems.append(f"writer fault: failed for another reason than a conflict: {errors}")
         elif fault == "second-run" and sorted(codes) not in ([0, 0], [0, 1]):
             problems.append(f"two runs: exits {codes}, errors {errors}")
-        elif fault == "second-run" and 1 in codes and not all("is locked by another run" in e for e in errors):
+        elif (
+            fault == "second-run" and 1 in codes and not all("is locked by another run" in e for e in errors)
+        ):
             problems.append(f"two runs: the loser failed for another reason than the lock: {errors}")
         elif fault == "second-run-waiting" and codes != [0, 0]:
             problems.append(f"two runs with --wait-for-lock: exits {codes}, errors {errors}")

@@ -1,14 +1,15 @@
 """What must hold after every run of the campaign, checked from the cluster itself.
 
-    jobs = JobLedger(client, namespace); jobs.observe()   # as often as possible (a sampler thread)
-    jobs.reruns()                                          # Job runs started more than once
-    render_problems(client, namespace, render, exact=False)  # after a run that exited 0
-    lock_problems(client, namespace, killed_pids)          # after every run
-    exit_problems(code, events, stderr)                    # after every krmfn process
+jobs = JobLedger(client, namespace); jobs.observe()   # as often as possible (a sampler thread)
+jobs.reruns()                                          # Job runs started more than once
+render_problems(client, namespace, render, exact=False)  # after a run that exited 0
+lock_problems(client, namespace, killed_pids)          # after every run
+exit_problems(code, events, stderr)                    # after every krmfn process
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from dataclasses import dataclass, field
@@ -27,7 +28,12 @@ from krmfn.runner.lock import LOCK, Lease
 
 from .renders import Doc, Render
 
-KINDS = {"ConfigMap": ConfigMap, "Deployment": Deployment, "Job": Job, "Secret": Secret}
+KINDS: dict[str, type[ConfigMap | Deployment | Job | Secret]] = {
+    "ConfigMap": ConfigMap,
+    "Deployment": Deployment,
+    "Job": Job,
+    "Secret": Secret,
+}
 LEASE_SLACK = 5.0  # seconds a lease may be seen past its expiry: the observer polls, clocks tick in seconds
 
 
@@ -48,6 +54,7 @@ class JobLedger:
     def __init__(self, client: Client, namespace: str) -> None:
         self.client, self.namespace = client, namespace
         self.runs: dict[str, JobRun] = {}
+        self.reported: set[str] = set()  # each problem is reported once, by the run that caused it
         self._lock = threading.Lock()
 
     def observe(self) -> None:
@@ -60,8 +67,12 @@ class JobLedger:
                 uid = str(m.uid)
                 if uid not in self.runs:
                     recreate = any(notes.get(k) == "enabled" for k in RECREATE_ON_FAILURE)
-                    self.runs[uid] = JobRun(str(m.name), notes.get(SPEC_HASH, ""), recreate,
-                                            m.creationTimestamp or datetime.now(UTC))  # fmt: skip
+                    self.runs[uid] = JobRun(
+                        str(m.name),
+                        notes.get(SPEC_HASH, ""),
+                        recreate,
+                        m.creationTimestamp or datetime.now(UTC),
+                    )
                 conditions = (job.status.conditions if job.status else None) or []
                 if any(c.type in ("Failed", "FailureTarget") and c.status == "True" for c in conditions):
                     self.runs[uid].failed = True
@@ -74,7 +85,7 @@ class JobLedger:
         """``observe``, ignoring the errors of a control plane that is being restarted."""
         try:
             self.observe()
-        except Exception:  # noqa: BLE001 (the sampler keeps going; the post-run observe raises)
+        except Exception:
             return
 
     def reruns(self) -> list[str]:
@@ -90,12 +101,16 @@ class JobLedger:
                     problems.append(f"Job {run.name} (run {run.spec_hash[:8]}) has {len(run.pods)} pods")
             for (name, spec_hash), runs in by_run.items():
                 runs.sort(key=lambda r: r.created)
-                for earlier, later in zip(runs, runs[1:], strict=False):
+                for earlier, later in itertools.pairwise(runs):
                     if not (earlier.failed and later.recreate):
-                        problems.append(f"Job {name} run {spec_hash[:8]} ran {len(runs)} times "
-                                        f"(earlier one failed: {earlier.failed})")  # fmt: skip
+                        problems.append(
+                            f"Job {name} run {spec_hash[:8]} ran {len(runs)} times "
+                            f"(earlier one failed: {earlier.failed})"
+                        )
                         break
-        return problems
+        fresh = [p for p in problems if p not in self.reported]
+        self.reported.update(fresh)
+        return fresh
 
 
 def members(client: Client, namespace: str) -> set[tuple[str, str]]:
@@ -119,7 +134,9 @@ def _healthy(kind: str, obj: object) -> str:
         if status is None or (status.observedGeneration or 0) < (m.generation or 0):
             return "rollout not observed"
         if (status.updatedReplicas or 0) < want or (status.availableReplicas or 0) < want:
-            return f"rollout not done ({status.updatedReplicas} updated, {status.availableReplicas} available)"
+            return (
+                f"rollout not done ({status.updatedReplicas} updated, {status.availableReplicas} available)"
+            )
     return ""
 
 
@@ -144,7 +161,7 @@ def render_problems(client: Client, namespace: str, render: Render, *, exact: bo
     for doc in render.docs:
         kind, name = doc["kind"], doc["metadata"]["name"]
         try:
-            live = client.get(KINDS[kind], name, namespace=namespace)
+            live: object = client.get(KINDS[kind], name, namespace=namespace)
         except ApiError as err:
             problems.append(f"{kind} {name}: {err.status.code} after a successful run")
             continue

@@ -6,8 +6,9 @@ Job; step 1 a Deployment, 0-3 extra ConfigMaps, sometimes a Secret, sometimes a 
 ``krmfn.dev/force: enabled`` (a changed image is immutable, so it is deleted and re-created), sometimes
 slow, waited for.
 
-Versions only move forward (image ``app:vN``, config revision N), so a Job spec never comes back: any Job
-run hash seen twice on the cluster is a Job run again, which the invariants forbid. Hashed names stand in
+Versions only move forward (image ``app:vN``, config revision N, a revision label on the warm-up's pods
+bumped when its labels change, a number per failing Job), so a Job spec never comes back: any Job run hash
+seen twice on the cluster is a Job run again, which the invariants forbid. Hashed names stand in
 for hash-job-names (base name + 8 hex digits of the spec) so every changed spec is a new Job.
 """
 
@@ -25,12 +26,23 @@ TIMEOUT = "60s"  # far above any fault's outage: a step that times out is a find
 
 
 def _notes(step: int, **extra: str) -> dict[str, str]:
-    return {"krmfn.dev/step-index": str(step), "krmfn.dev/step": f"s{step}",
-            "krmfn.dev/step-timeout": TIMEOUT, **extra}  # fmt: skip
+    return {
+        "krmfn.dev/step-index": str(step),
+        "krmfn.dev/step": f"s{step}",
+        "krmfn.dev/step-timeout": TIMEOUT,
+        **extra,
+    }
 
 
-def _job(base: str, step: int, image: str, *, hashed: bool, labels: dict[str, str] | None = None,
-         notes: dict[str, str] | None = None) -> Doc:  # fmt: skip
+def _job(
+    base: str,
+    step: int,
+    image: str,
+    *,
+    hashed: bool,
+    labels: dict[str, str] | None = None,
+    notes: dict[str, str] | None = None,
+) -> Doc:
     template: Doc = {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": image}]}}
     if labels:
         template["metadata"] = {"labels": labels}
@@ -38,8 +50,12 @@ def _job(base: str, step: int, image: str, *, hashed: bool, labels: dict[str, st
     name = base
     if hashed:
         name = f"{base}-{hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:8]}"
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "annotations": _notes(step, **(notes or {}))}, "spec": spec}  # fmt: skip
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "annotations": _notes(step, **(notes or {}))},
+        "spec": spec,
+    }
 
 
 @dataclass
@@ -55,6 +71,8 @@ class RenderState:
     flaky: int = 0  # >0: a failing Job with this version is rendered
     flaky_recreate: bool = False
     slow_warmup: bool = False
+    warmup: int = 0  # bumped with every change of the warm-up's pod labels: its spec never comes back
+    flakes: int = 0  # numbers every failing Job, for the same reason
 
 
 @dataclass(frozen=True)
@@ -115,9 +133,11 @@ class Renders:
             changes.append(f"replicas {s.replicas}")
         if rng.random() < 0.25:
             s.slow_warmup = not s.slow_warmup
+            s.warmup += 1
             changes.append("warmup " + ("slow" if s.slow_warmup else "fast"))
         if not clean and rng.random() < 0.1:
-            s.flaky = s.image * 1000 + s.config
+            s.flakes += 1
+            s.flaky = s.flakes
             s.flaky_recreate = rng.random() < 0.5
             changes.append("flaky job" + (" (recreate-on-failure)" if s.flaky_recreate else ""))
         return tuple(changes) or ("no change",)
@@ -127,25 +147,71 @@ class Renders:
         image = f"app:v{s.image}"
         checksum = hashlib.sha256(f"r{s.config}".encode()).hexdigest()[:16]
         docs: list[Doc] = [
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app-config", "annotations": _notes(0)},
-             "data": {"revision": str(s.config)}},
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "app-config", "annotations": _notes(0)},
+                "data": {"revision": str(s.config)},
+            },
             _job("migrate", 0, image, hashed=True, notes={"chaos.krmfn.dev/config": checksum}),
-            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "annotations": _notes(1)},
-             "spec": {"replicas": s.replicas, "selector": {"matchLabels": {"app": "web"}}, "template": {
-                 "metadata": {"labels": {"app": "web"}, "annotations": {"chaos.krmfn.dev/config": checksum}},
-                 "spec": {"containers": [{"name": "web", "image": image}]}}}},
-        ]  # fmt: skip
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "web", "annotations": _notes(1)},
+                "spec": {
+                    "replicas": s.replicas,
+                    "selector": {"matchLabels": {"app": "web"}},
+                    "template": {
+                        "metadata": {
+                            "labels": {"app": "web"},
+                            "annotations": {"chaos.krmfn.dev/config": checksum},
+                        },
+                        "spec": {"containers": [{"name": "web", "image": image}]},
+                    },
+                },
+            },
+        ]
         for n in sorted(s.extras):
-            docs.append({"apiVersion": "v1", "kind": "ConfigMap",
-                         "metadata": {"name": f"extra-{n}", "annotations": _notes(1)}, "data": {"n": str(n)}})  # fmt: skip
+            docs.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": f"extra-{n}", "annotations": _notes(1)},
+                    "data": {"n": str(n)},
+                }
+            )
         if s.secret:
-            docs.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds", "annotations": _notes(1)},
-                         "stringData": {"token": f"t{s.image}"}})  # fmt: skip
+            docs.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": "creds", "annotations": _notes(1)},
+                    "stringData": {"token": f"t{s.image}"},
+                }
+            )
         if s.flaky:
             notes = {"krmfn.dev/recreate-on-failure": "enabled"} if s.flaky_recreate else {}
-            docs.append(_job("flaky", 1, f"app:f{s.flaky}", hashed=True, labels={"test.krmfn.dev/fail": "3"},
-                             notes=notes))  # fmt: skip
-        labels = {"test.krmfn.dev/slow": "3s"} if s.slow_warmup else None
-        docs.append(_job("warmup", 2, image, hashed=False, labels=labels,
-                         notes={"krmfn.dev/force": "enabled", "krmfn.dev/wait": "true"}))  # fmt: skip
+            docs.append(
+                _job(
+                    "flaky",
+                    1,
+                    f"app:f{s.flaky}",
+                    hashed=True,
+                    labels={"test.krmfn.dev/fail": "3"},
+                    notes=notes,
+                )
+            )
+        labels = {"chaos.krmfn.dev/rev": str(s.warmup)} | (
+            {"test.krmfn.dev/slow": "3s"} if s.slow_warmup else {}
+        )
+        docs.append(
+            _job(
+                "warmup",
+                2,
+                image,
+                hashed=False,
+                labels=labels,
+                notes={"krmfn.dev/force": "enabled", "krmfn.dev/wait": "true"},
+            )
+        )
         return copy.deepcopy(docs)
