@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from cluster.cluster import Cluster
 
 from .campaign import FAULTS, Campaign
@@ -17,6 +18,7 @@ SEED = int(os.environ.get("KRMFN_CHAOS_SEED", "22"))
 RUNS = 300 if os.environ.get("KRMFN_CHAOS") == "long" else len(FAULTS)
 
 
+@pytest.mark.timeout(RUNS * 60 + 300)  # the suite's 600 s is for one test, not a campaign
 def test_fault_campaign_holds_every_invariant(cluster: Cluster, namespace: str, tmp_path: Path) -> None:
     lines: list[str] = []
     report = Campaign(cluster, namespace, tmp_path, seed=SEED, runs=RUNS, log=lines.append).run()
