@@ -233,7 +233,8 @@ class Campaign:
         sampling.set()
         sampler.join()
         seconds = time.monotonic() - started
-        violations += self._check(fault, render, procs, killed)
+        # A fault that never fired allows no more than a run without one.
+        violations += self._check(fault if injected else "none", render, procs, killed)
         outcomes = [p.outcome() for p in procs]
         errors = [str(e["message"]) for _, events, _ in outcomes for e in events if e.get("type") == "error"]
         if any(code == 0 for code, _, _ in outcomes) and flags:
