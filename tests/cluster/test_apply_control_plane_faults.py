@@ -10,13 +10,23 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx2
 import pytest
 from chaos.proxy import FaultProxy
 from lightkube import Client
+from lightkube.resources.core_v1 import Secret
+
+from krmfn.runner.applyset import JOB_RECORDS
+from krmfn.runner.engine import Options, Runner
+from krmfn.runner.kube import HttpApi, load_config
+from krmfn.runner.lock import LOCK
+from krmfn.runner.plan import build_plan
 
 from .cluster import Cluster
-from .runner_fixtures import Spawn, final_wait, inventory_problems, job
+from .objects import annotations_of
+from .runner_fixtures import Spawn, configmap, final_wait, inventory_problems, job
 from .runner_fixtures import spawn as spawn  # noqa: PLC0414 (re-exported fixture)
 from .test_apply_faults import runs_of, waiting_in
 
@@ -75,3 +85,45 @@ def test_network_fault_during_a_wait_is_survived(
 ) -> None:
     p, kubeconfig = proxy
     survives(spawn, kube_client, namespace, lambda: fault(p), "--kubeconfig", str(kubeconfig))
+
+
+# --- regressions found by the campaign -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lost", ["release", "record"])
+def test_parent_write_whose_answer_is_lost_is_not_taken_for_a_lost_lock(
+    lost: str, kubeconfig: Path, kube_client: Client, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Campaign seed 7, run 95 (proxy-cut-watches): the run's last write of the parent (records, lock
+    released) reached the API server, its connection was reset before the answer came back, the client
+    retried the PUT with the old resourceVersion and got 409; the runner read the parent, found no lock
+    and reported "lost the lock ... changed by another run" (exit 1) after a run that had succeeded.
+    Here the answer of one PUT of the parent is dropped after the server applied it: the release at the
+    end, or a record written mid-run (it carries the lock)."""
+    api = HttpApi(load_config(str(kubeconfig), None))
+    real = api._http.request
+    dropped: list[str] = []
+
+    def request(method: str, path: str, **kwargs: Any) -> Any:
+        response = real(method, path, **kwargs)
+        body = json.loads(kwargs.get("content") or "{}")
+        locked = LOCK in ((body.get("metadata") or {}).get("annotations") or {})
+        is_parent = method == "PUT" and path.endswith(f"/namespaces/{namespace}/secrets/krmfn")
+        if is_parent and not dropped and locked == (lost == "record") and response.status_code == 200:
+            dropped.append(method)
+            raise httpx2.ReadError("connection reset by peer (the answer was lost)")
+        return response
+
+    monkeypatch.setattr(api._http, "request", request)
+    docs = [job("db-migration", 0), configmap("after", 1)]
+    plan = build_plan(docs, namespace=namespace, default_timeout=30)
+    try:
+        result = Runner(api, Options(namespace=namespace), lambda event: None).run(plan)
+    finally:
+        api.close()
+    assert dropped == ["PUT"]
+    assert result.ok, result.error
+    notes = annotations_of(kube_client.get(Secret, "krmfn", namespace=namespace))
+    assert LOCK not in notes
+    assert "db-migration=" in notes[JOB_RECORDS]
+    assert inventory_problems(kube_client, namespace) == []
