@@ -50,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
     rset.add_argument(
         "--service-account", default="", metavar="NAME", help="spec.serviceAccountName to impersonate"
     )
+    rset.add_argument(
+        "--allow-secrets",
+        action="store_true",
+        help="embed Secrets (refused by default: the ResourceSet would hold their data in plain text)",
+    )
     argo = commands.add_parser(
         "argocd",
         parents=[common],
@@ -73,7 +78,10 @@ def main(argv: list[str]) -> int:
     try:
         steps = group(read_sources(args.filename))
         if args.engine == "resourceset":
-            text = dump_fast(resourceset.build(steps, args.name, args.namespace, args.service_account))
+            rset = resourceset.build(
+                steps, args.name, args.namespace, args.service_account, allow_secrets=args.allow_secrets
+            )
+            text = dump_fast(rset)
         else:
             text = dump_all_fast(argocd.annotate(steps, args.hooks))
     except KrmfnError as err:
