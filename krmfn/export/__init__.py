@@ -18,6 +18,7 @@ from krmfn.errors import KrmfnError
 from krmfn.export import argocd, resourceset
 from krmfn.export.steps import group
 from krmfn.export.stream import read_sources
+from krmfn.terminal import safe_line
 from krmfn.yamlio import dump_all_fast, dump_fast
 
 __all__ = ["main"]
@@ -85,13 +86,15 @@ def main(argv: list[str]) -> int:
         else:
             text = dump_all_fast(argocd.annotate(steps, args.hooks))
     except KrmfnError as err:
-        sys.stderr.write(f"krmfn export {args.engine}: {err}\n")
+        sys.stderr.write(safe_line(f"krmfn export {args.engine}: {err}") + "\n")
         return 1
     if args.output:
         try:
             Path(args.output).write_text(text, encoding="utf-8")
         except OSError as err:
-            sys.stderr.write(f"krmfn export {args.engine}: {args.output}: {err.strerror or err}\n")
+            sys.stderr.write(
+                safe_line(f"krmfn export {args.engine}: {args.output}: {err.strerror or err}") + "\n"
+            )
             return 1
     else:
         sys.stdout.write(text)
