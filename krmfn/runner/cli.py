@@ -203,7 +203,6 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         if close is not None:
             close()
         return EXIT_USAGE
-    from krmfn import __version__
 
     options = Options(
         field_manager=args.field_manager,
@@ -212,7 +211,6 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         applyset=args.applyset,
         namespace=namespace,
         prune=args.prune,
-        version=__version__,
         lock_wait=args.wait_for_lock,
     )
     runner = Runner(api, options, printer)
