@@ -8,9 +8,10 @@ a name that the API server would refuse must be refused before any request: an H
 - every name of every kind is a valid path segment: not ``.`` or ``..``, no ``/`` or ``%``
   (``path.IsValidPathSegmentName``, what the API server's storage demands of any name);
 - built-in kinds add their own rule: most are DNS-1123 subdomains, a Service a DNS-1035 label, a
-  Namespace a DNS-1123 label, while RBAC objects, APIServices, CertificateSigningRequests and Events
-  only need the path-segment rule. Kinds krmfn does not know (custom resources, aggregated APIs) get
-  the path-segment rule here and their own rule from their API server.
+  Namespace a DNS-1123 label, a Job or CronJob krmfn/k8snames.py's rule (shared with hash-job-names
+  and validate-jobs; the DNS rules live there too), while RBAC objects, APIServices,
+  CertificateSigningRequests and Events only need the path-segment rule. Kinds krmfn does not know
+  (custom resources, aggregated APIs) get the path-segment rule here and their own from their server.
 
 Each check returns None for a valid value, else the reason in Kubernetes' words.
 """
@@ -18,39 +19,36 @@ Each check returns None for a valid value, else the reason in Kubernetes' words.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-DNS1123_LABEL_MAX = 63
-DNS1123_SUBDOMAIN_MAX = 253
-_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+from krmfn.k8snames import (
+    LABEL_MAX,
+    LABEL_RULE,
+    SUBDOMAIN_MAX,
+    SUBDOMAIN_RULE,
+    is_label,
+    is_subdomain,
+    name_problems,
+)
+
 _DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 
 
 def dns_label_problem(value: str) -> str | None:
-    if len(value) > DNS1123_LABEL_MAX:
-        return f"must be no more than {DNS1123_LABEL_MAX} characters"
-    if not _LABEL.fullmatch(value):
-        return (
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-            "and must start and end with an alphanumeric character"
-        )
-    return None
+    if len(value) > LABEL_MAX:
+        return f"must be no more than {LABEL_MAX} characters"
+    return None if is_label(value) else LABEL_RULE
 
 
 def dns_subdomain_problem(value: str) -> str | None:
-    if len(value) > DNS1123_SUBDOMAIN_MAX:
-        return f"must be no more than {DNS1123_SUBDOMAIN_MAX} characters"
-    if not _SUBDOMAIN.fullmatch(value):
-        return (
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-            "'.', and must start and end with an alphanumeric character"
-        )
-    return None
+    if len(value) > SUBDOMAIN_MAX:
+        return f"must be no more than {SUBDOMAIN_MAX} characters"
+    return None if is_subdomain(value) else SUBDOMAIN_RULE
 
 
 def dns1035_label_problem(value: str) -> str | None:
-    if len(value) > DNS1123_LABEL_MAX:
-        return f"must be no more than {DNS1123_LABEL_MAX} characters"
+    if len(value) > LABEL_MAX:
+        return f"must be no more than {LABEL_MAX} characters"
     if not _DNS1035.fullmatch(value):
         return (
             "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
@@ -81,7 +79,19 @@ _BUILTIN_GROUPS = frozenset({
     "discovery.k8s.io", "coordination.k8s.io", "flowcontrol.apiserver.k8s.io",
 })  # fmt: skip
 _RBAC = "rbac.authorization.k8s.io"
-_KIND_RULES = {
+
+
+def _job_problem(kind: str) -> Callable[[str], str | None]:
+    def problem(name: str) -> str | None:
+        found = name_problems(kind, name)
+        return found[0] if found else None
+
+    return problem
+
+
+_KIND_RULES: dict[tuple[str, str], Callable[[str], str | None]] = {
+    ("batch", "Job"): _job_problem("Job"),
+    ("batch", "CronJob"): _job_problem("CronJob"),
     ("", "Namespace"): dns_label_problem,
     ("", "Service"): dns1035_label_problem,
     ("", "Event"): path_segment_problem,

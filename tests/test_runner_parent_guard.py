@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from krmfn.runner.api import Api
-from krmfn.runner.applyset import COMPLETED_JOBS, ID_LABEL, PART_OF, Parent, applyset_id
+from krmfn.runner.applyset import ID_LABEL, JOB_RECORDS, LEGACY_COMPLETED_JOBS, PART_OF, Parent, applyset_id
 from krmfn.runner.cli import main
 from krmfn.runner.engine import Options, Runner
 from krmfn.runner.errors import SourceError
@@ -89,7 +89,8 @@ RESERVED = [
     ("annotations", "applyset.kubernetes.io/tooling"),
     ("annotations", "applyset.kubernetes.io/contains-group-kinds"),
     ("annotations", "applyset.kubernetes.io/additional-namespaces"),
-    ("annotations", COMPLETED_JOBS),
+    ("annotations", JOB_RECORDS),
+    ("annotations", LEGACY_COMPLETED_JOBS),
     ("annotations", LOCK),
 ]
 

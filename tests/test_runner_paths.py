@@ -67,6 +67,9 @@ def no_connection(args: argparse.Namespace) -> Api:
         pytest.param(job("migrate", "Team"), "lowercase RFC 1123 label", id="namespace not a label"),
         pytest.param(job("migrate", "a" * 64), "no more than 63 characters", id="namespace too long"),
         pytest.param(job("migrate?watch=true", "team"), "lowercase RFC 1123 subdomain", id="query"),
+        pytest.param(job("migrate\n", "team"), "lowercase RFC 1123 subdomain", id="name ends in a newline"),
+        pytest.param(job("migrate", "team\n"), "lowercase RFC 1123 label", id="namespace ends in a newline"),
+        pytest.param(job("m" * 64, "team"), "no more than 63 characters", id="Job name over 63"),
         pytest.param(
             {**job("m", "team"), "apiVersion": "batch/../../api/v1"},
             "apiVersion",

@@ -16,7 +16,7 @@ from krmfn import steps
 from krmfn.duration import SECOND, format_duration
 from krmfn.kobj import annotations_of, is_list_kind, is_local_config, labels_of
 from krmfn.names import api_version_problem, kind_problem, name_problem, namespace_problem
-from krmfn.runner.applyset import APPLYSET_PREFIX, INVENTORY
+from krmfn.runner.applyset import APPLYSET_PREFIX, INVENTORY, MAX_JOB_RECORDS
 from krmfn.runner.errors import SourceError
 from krmfn.yamlio import plain
 
@@ -160,6 +160,12 @@ def build_plan(
     )
     if plan.steps:
         plan.steps[-1].wait = grouped.wait if wait is None else wait
+    jobs = sum(item.key.group == "batch" and item.kind == "Job" for item in plan.items)
+    if jobs > MAX_JOB_RECORDS:
+        raise SourceError(
+            f"{jobs} Jobs: the inventory remembers at most {MAX_JOB_RECORDS} Jobs per ApplySet (so that "
+            "none deleted by its TTL runs twice); split the stream into several ApplySets (--applyset)"
+        )
     return plan
 
 
