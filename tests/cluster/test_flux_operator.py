@@ -30,7 +30,7 @@ from krmfn.export import main as export
 from krmfn.export import resourceset
 from krmfn.yamlio import dump_all_fast
 
-from .cluster import Cluster, wait_until
+from .cluster import Cluster, ClusterError, build_flux_operator, wait_until
 from .engines import (
     FIELD_MANAGER,
     TESTDATA,
@@ -444,3 +444,14 @@ def _cluster_role_exists(client: Client, name: str) -> bool:
             return False
         raise
     return True
+
+
+def test_a_missing_operator_build_is_an_error_not_a_skip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An empty cache and no Go: the build script fails and the fixture's call raises, so the tests that
+    # need the operator error out (plugin.flux_operator turns this into pytest.fail).
+    monkeypatch.setenv("KRMFN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    with pytest.raises(ClusterError, match=r"Go >= 1.26 is required to build the Flux Operator"):
+        build_flux_operator()
