@@ -172,7 +172,10 @@ def process_text(text: str, body: Callable[[ResourceList], None], mode: str | No
         rl.results.error(str(err))
     except Exception as err:  # a bug must still produce a valid ResourceList and a readable message
         rl.results.error(_internal(err))
-    return Outcome(serialize(rl, chosen), 1 if rl.results.has_errors else 0, rl.results)
+    try:
+        return Outcome(serialize(rl, chosen), 1 if rl.results.has_errors else 0, rl.results)
+    except Exception as err:  # nor may a failure to write: no partial output, one error result
+        return _unreadable(_internal(err))
 
 
 def run_cli(  # noqa: PLR0917  # mirrors main()'s injectable streams

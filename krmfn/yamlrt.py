@@ -8,6 +8,8 @@ from __future__ import annotations
 import io
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -111,7 +113,30 @@ class _Emitter(Emitter):
 _INSTANCE: YAML | None = None
 
 
-def instance() -> YAML:
+def load(text: str) -> Any:
+    with _instance() as rt:
+        return rt.load(text)
+
+
+@contextmanager
+def _instance() -> Iterator[YAML]:
+    """The shared instance, dropped when a load or dump through it fails part-way.
+
+    A ``YAML`` object keeps its emitter, serializer and dump context between calls and resets them only
+    when a dump completes: after an exception (a value it cannot represent, MemoryError, a signal) the
+    next dump wrote into the dead stream and returned ``''``, or raised ``expected NodeEvent, but got
+    DocumentStartEvent()``. A fresh instance costs ~5 ms, only after a failure.
+    """
+    global _INSTANCE  # noqa: PLW0603
+    rt = _shared()
+    try:
+        yield rt
+    except BaseException:
+        _INSTANCE = None
+        raise
+
+
+def _shared() -> YAML:
     global _INSTANCE  # noqa: PLW0603  # one configured instance per process; building it costs ~5 ms
     if _INSTANCE is None:
         rt = YAML(typ="rt")
@@ -142,7 +167,8 @@ def dump(doc: Any) -> str:
         tok.value = _HEAD_MARK + tok.value
     out = io.StringIO()
     try:
-        instance().dump(doc, out)
+        with _instance() as rt:
+            rt.dump(doc, out)
     finally:
         for tok, value in zip(heads, originals, strict=True):
             tok.value = value

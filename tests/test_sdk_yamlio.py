@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from krmfn.errors import DuplicateKeyError, LimitExceededError, YAMLSyntaxError
@@ -143,3 +145,54 @@ def test_comments_heading_resource_list_items_stay_after_the_dash() -> None:
     doc = load(text, "fidelity", Limits())
     assert dump(doc, "fidelity") == text
     assert dump(doc, "fidelity") == text, "dumping must not change the loaded document"
+
+
+class _Interrupted(BaseException):
+    """Stands for what stops a dump part-way: a signal (the fuzz time bound), MemoryError, a bug."""
+
+
+def test_a_fidelity_dump_that_fails_part_way_leaves_the_next_dump_intact(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The fuzz found it: a dump interrupted by its time bound broke every later fidelity dump of the
+    # process (`expected NodeEvent, but got DocumentStartEvent()`, or silently empty output).
+    from krmfn import yamlrt
+
+    doc = load("a: [1, {b: c}]\nd: 0644\n", "fidelity", Limits())
+    expected = dump(doc, "fidelity")
+    original = yamlrt._Emitter.choose_scalar_style
+    for failure in (_Interrupted, RuntimeError):
+        calls = 0
+
+        def failing(self: object, failure: type[BaseException] = failure) -> object:
+            nonlocal calls
+            calls += 1
+            if calls == 3:
+                raise failure("stopped part-way")
+            return original(self)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(yamlrt._Emitter, "choose_scalar_style", failing)
+        with pytest.raises(failure):
+            dump(doc, "fidelity")
+        monkeypatch.undo()
+        assert dump(doc, "fidelity") == expected
+    with pytest.raises(Exception, match="cannot represent"):
+        dump({"a": [1, {"b": object()}]}, "fidelity")
+    assert dump(doc, "fidelity") == expected
+    assert plain(load(expected, "fidelity", Limits())) == {"a": [1, {"b": "c"}], "d": 0o644}
+
+
+def test_a_function_whose_output_cannot_be_written_reports_an_error_and_never_raises() -> None:
+    from krmfn.function import process_text
+
+    def poison(rl: Any) -> None:
+        rl.items[0]["data"] = {"k": object()}
+
+    text = (
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
+        "items:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n"
+    )
+    for mode in MODES:
+        outcome = process_text(text, poison, mode)
+        assert outcome.code == 1 and "internal error" in outcome.text, outcome.text
+        assert "ConfigMap" not in outcome.text  # nothing partial
