@@ -72,3 +72,9 @@ def test_runner_benchmarks_run_and_print_tables() -> None:
     for title in ("### Step gap", "### 3-step sequence", "ConfigMaps in one step"):
         assert title in stdout
     assert stdout.count("ratio krmfn / kubectl (medians):") == 2
+
+
+def test_hostile_input_benchmarks_run_and_print_tables() -> None:
+    stdout = quick("hostile.py")
+    assert "### render-inputs: scanning text with many `<<`" in stdout
+    assert "| `'<< '` x 33,333 | 0.10 |" in stdout

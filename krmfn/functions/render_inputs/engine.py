@@ -2,10 +2,11 @@
 
 Only expressions exist: text between ``<< `` and `` >>`` (spaces inside) on one line is compiled with
 ``compile_expression``, so there are no blocks, loops or comments, and text around it is never parsed
-(a shell heredoc ``cat <<EOF`` stays as it is). The sandbox has no globals (no ``range``, ``cycler``,
-``lipsum``...), reads attributes only as mapping keys (so ``''.__class__``, ``inputs.__class__`` or
-``self.__init__`` are undefined, never Python internals), refuses calls, bounds ``*``, ``**``, ``+`` and
-``%``, and checks the size of every filter result. Undefined names are errors (StrictUndefined).
+(a shell heredoc ``cat <<EOF`` or ``cat << EOF >> log`` stays as it is, see ``Scan``). The sandbox has
+no globals (no ``range``, ``cycler``, ``lipsum``...), reads attributes only as mapping keys (so
+``''.__class__``, ``inputs.__class__`` or ``self.__init__`` are undefined, never Python internals),
+refuses calls, bounds ``*``, ``**``, ``+`` and ``%``, and checks the size of every filter result.
+Undefined names are errors (StrictUndefined).
 
 Jinja2 is imported on first use: most resources hold no expression, and start-up time matters.
 """
@@ -17,9 +18,6 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-# Spaces inside the delimiters, as the ResourceSet convention writes them: ``cat <<EOF >> log`` in a
-# shell script is not an expression.
-EXPRESSION = re.compile(r"<<(\s[^\n]*?\s)>>")
 MAX_STRING = 256 * 1024
 # Bounds what one expression can build: `~` joins are compiled to a plain string join the sandbox
 # cannot intercept, so the number of terms is bounded through the length of the source.
@@ -37,22 +35,83 @@ class RenderError(Exception):
         self.expression = expression
 
 
+class Scan:
+    """The expressions of a text: ``<<``, whitespace, the source, whitespace, ``>>``, the source on one
+    line, leftmost first and not overlapping; the spans ``re.finditer(r"<<(\\s[^\\n]*?\\s)>>")``
+    finds. Spaces inside the delimiters, as the ResourceSet convention writes them: ``cat <<EOF >> log``
+    in a shell script is not an expression.
+
+    That regular expression takes quadratic time (worse, in practice) on text with many ``<< `` and no
+    `` >>``: each opening scans to the end of its line again (240 KB took two minutes). Here each
+    opening asks for the next ``\\s>>`` and the next newline at or after a position, and both answers
+    are kept until the scan passes them, so every character is looked at a bounded number of times.
+    ``steps`` counts the characters examined, for the test that holds it linear.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.steps = 0
+
+    def spans(self) -> list[tuple[int, int]]:
+        """``(start, end)`` of every expression (see ``is_expression_source``)."""
+        text, length, at = self.text, len(self.text), 0
+        found: list[tuple[int, int]] = []
+        close_from, close = -1, -2  # the first `\s>>` at or after close_from (-1: none)
+        newline_from, newline = -1, -2
+        while True:
+            opening = text.find("<<", at)
+            self.steps += (opening if opening >= 0 else length) - at + 1
+            if opening < 0 or opening + 2 >= length:
+                return found
+            at = opening + 1
+            if not text[opening + 2].isspace():  # str.isspace is re's \s for str patterns
+                continue
+            after = opening + 3
+            if not (close_from <= after and (close == -1 or close >= after)):
+                match = _CLOSE.search(text, after)
+                close_from, close = after, match.start() if match else -1
+                self.steps += (close if close >= 0 else length) - after + 1
+            if close < 0:
+                return found  # no `\s>>` anywhere after: no later opening can close either
+            if not (newline_from <= after and (newline == -1 or newline >= after)):
+                newline_from, newline = after, text.find("\n", after)
+                self.steps += (newline if newline >= 0 else length) - after + 1
+            if 0 <= newline < close:
+                continue  # the source would span lines; a later close is past the same newline
+            at = close + 3
+            if is_expression_source(text[after:close]):
+                found.append((opening, at))
+
+
+_CLOSE = re.compile(r"\s>>")
+# One word, number or quoted string: a shell heredoc (`cat << EOF >> log`, `cat << 'EOF' >> log`) or a
+# shift (`$(( 1 << n >> 2 ))`), in a script held by a ConfigMap, a Secret or a container's args.
+_WORD = re.compile(r"""\s*(?:[A-Za-z_]\w*|[0-9][\w.]*|'[^'\n]*'|"[^"\n]*")\s*""")
+
+
+def is_expression_source(source: str) -> bool:
+    """Whether the text between ``<<`` and ``>>`` is an expression: not blank, and not a single word,
+    number or quoted string other than ``inputs`` (those are heredocs and shifts in scripts)."""
+    stripped = source.strip()
+    return bool(stripped) and (stripped == "inputs" or _WORD.fullmatch(source) is None)
+
+
 def has_expression(text: str) -> bool:
-    return "<<" in text and EXPRESSION.search(text) is not None
+    return "<<" in text and bool(Scan(text).spans())
 
 
 def render(text: str, inputs: Mapping[str, Any]) -> Any:
     """``text`` with every expression replaced. A text that is exactly one expression becomes the
     expression's value with its own type (a number stays a number, a mapping a mapping)."""
-    matches = [m for m in EXPRESSION.finditer(text) if m.group(1).strip()]
-    if not matches:
+    spans = Scan(text).spans() if "<<" in text else []
+    if not spans:
         return text
-    if len(matches) == 1 and matches[0].span() == (0, len(text)):
-        return _value(matches[0], inputs, lambda value, source: _native(_check(value), source))
+    if len(spans) == 1 and spans[0] == (0, len(text)):
+        return _value(text, inputs, lambda value, source: _native(_check(value), source))
     pieces, last = [], 0
-    for found in matches:
-        pieces += [text[last : found.start()], _value(found, inputs, to_text)]
-        last = found.end()
+    for start, end in spans:
+        pieces += [text[last:start], _value(text[start:end], inputs, to_text)]
+        last = end
     pieces.append(text[last:])
     result = "".join(pieces)
     if len(result) > MAX_STRING:
@@ -60,11 +119,10 @@ def render(text: str, inputs: Mapping[str, Any]) -> Any:
     return result
 
 
-def _evaluate(found: re.Match[str], inputs: Mapping[str, Any]) -> Any:
+def _evaluate(expression: str, inputs: Mapping[str, Any]) -> Any:
     from jinja2 import TemplateError
 
-    source = found.group(1).strip()
-    expression = found.group(0)
+    source = expression[2:-2].strip()
     if len(source) > MAX_EXPRESSION:
         raise RenderError(f"the expression is over {MAX_EXPRESSION} characters", expression)
     try:
@@ -89,12 +147,12 @@ def _compile(source: str) -> Callable[..., Any]:
     return compiled
 
 
-def _value(found: re.Match[str], inputs: Mapping[str, Any], finish: Callable[[Any, str], Any]) -> Any:
+def _value(expression: str, inputs: Mapping[str, Any], finish: Callable[[Any, str], Any]) -> Any:
     """``finish(value, expression)`` of one expression; every error it raises names the expression."""
     try:
-        return finish(_evaluate(found, inputs), found.group(0))
+        return finish(_evaluate(expression, inputs), expression)
     except RenderError as err:
-        raise RenderError(err.reason, err.expression or found.group(0)) from None
+        raise RenderError(err.reason, err.expression or expression) from None
 
 
 def _native(value: Any, source: str) -> Any:
