@@ -6,7 +6,6 @@ import hashlib
 import re
 import subprocess
 import sys
-import time
 from typing import Any
 
 import pytest
@@ -126,11 +125,11 @@ ESCAPES = [
 
 
 @pytest.mark.parametrize("text", ESCAPES)
-def test_sandbox_refuses_escapes_quickly(text: str) -> None:
-    start = time.monotonic()
+def test_sandbox_refuses_escapes(text: str) -> None:
+    # No wall-clock assertion (it failed on a loaded machine); tests/robustness/test_robust_templates.py
+    # bounds the CPU time of each attempt, bench/hostile.py reports times.
     with pytest.raises(RenderError):
         render(text, INPUTS)
-    assert time.monotonic() - start < 1.0
 
 
 def test_no_files_or_environment_reachable() -> None:
