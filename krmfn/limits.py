@@ -27,6 +27,10 @@ class Limits:
     max_nodes: int = 20_000_000
     """Values after alias expansion: what a billion-laughs document explodes into."""
 
+    MAX_DEPTH_CEILING = 200
+    """The deepest ``max_depth`` may be set: the YAML layers and the functions walk values recursively,
+    and Python stops at 1,000 frames (a 990-level document under KRMFN_MAX_DEPTH=5000 hit it)."""
+
     @classmethod
     def from_env(cls) -> Limits:
         values: dict[str, int] = {}
@@ -42,4 +46,10 @@ class Limits:
                 from krmfn.errors import LimitExceededError
 
                 raise LimitExceededError(f"{var}={raw!r} is not a positive whole number")
+            if field == "max_depth" and values[field] > cls.MAX_DEPTH_CEILING:
+                from krmfn.errors import LimitExceededError
+
+                raise LimitExceededError(
+                    f"{var}={raw!r} is over {cls.MAX_DEPTH_CEILING}, the deepest krmfn walks"
+                )
         return cls(**values)

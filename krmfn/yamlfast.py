@@ -45,17 +45,38 @@ FLOAT = re.compile(
 _BOOL_WORDS = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
 
 
+INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1
+"""go-yaml v3 reads an int as int64, else uint64; krmfn refuses what neither holds (see IntRangeError)."""
+INT_RANGE_PROBLEM = (
+    "an integer out of the 64-bit range (kpt and kustomize read it as a float or a string; quote it)"
+)
+
+
+class IntRangeError(ValueError):
+    """An int outside go-yaml's int64/uint64. Python would read any length (4,000 digits and more, then
+    fail to print it past 4,300), where go-yaml falls back to a float or a string: refused at parse time."""
+
+
 def go_int(text: str) -> int:
-    """An int as go-yaml v3 and Kubernetes read it: underscores dropped, 0x/0o/0b and leading-0 octal."""
+    """An int as go-yaml v3 and Kubernetes read it: underscores dropped, 0x/0o/0b and leading-0 octal.
+    Raises IntRangeError outside ``INT_MIN..INT_MAX`` (checked on the digits, before converting)."""
     text = text.replace("_", "")
     sign = -1 if text.startswith("-") else 1
-    digits = text.lstrip("+-")
-    for prefix, base in (("0o", 8), ("0x", 16), ("0b", 2)):
+    digits, base = text.lstrip("+-"), 10
+    for prefix, prefix_base in (("0o", 8), ("0x", 16), ("0b", 2)):
         if digits.startswith(prefix):
-            return sign * int(digits[2:], base)
-    if len(digits) > 1 and digits.startswith("0") and set(digits) <= set("01234567"):
-        return sign * int(digits, 8)
-    return sign * int(digits)
+            digits, base = digits[2:], prefix_base
+            break
+    else:
+        if len(digits) > 1 and digits.startswith("0") and set(digits) <= set("01234567"):
+            base = 8
+    significant = digits.lstrip("0")
+    if len(significant) > 64:  # 64 binary digits is the longest in range: no need to convert
+        raise IntRangeError(INT_RANGE_PROBLEM)
+    value = sign * int(significant or digits, base)
+    if not INT_MIN <= value <= INT_MAX:
+        raise IntRangeError(INT_RANGE_PROBLEM)
+    return value
 
 
 def _float(text: str) -> float:
@@ -107,15 +128,28 @@ def _tagged(tag: str, text: str, event: Any) -> Any:
             return None
         if name == "binary":
             return base64.decodebytes(text.encode("ascii"))
+    except IntRangeError:
+        raise _problem(INT_RANGE_PROBLEM, event) from None
     except (ValueError, KeyError, UnicodeEncodeError, binascii.Error):
-        raise _problem(f"{text!r} is not a valid !!{name}", event) from None
+        # The tag and the position, never the value: it may be a Secret's.
+        raise _problem(invalid_tag_problem(name), event) from None
     raise _problem(f"could not determine a constructor for the tag {tag!r}", event)
+
+
+def invalid_tag_problem(name: str) -> str:
+    """The message for a value its explicit tag cannot hold, on both YAML paths."""
+    return f"the value is not a valid !!{name}"
 
 
 def _scalar(event: ScalarEvent) -> Any:
     tag = event.tag
     if tag is None:  # libyaml marks an untagged plain scalar as implicit[0]; quoted ones as implicit[1]
-        return resolve_plain(event.value) if event.implicit[0] else event.value
+        if not event.implicit[0]:
+            return event.value
+        try:
+            return resolve_plain(event.value)
+        except IntRangeError:
+            raise _problem(INT_RANGE_PROBLEM, event) from None
     return _tagged(tag, event.value, event)
 
 

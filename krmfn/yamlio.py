@@ -158,8 +158,13 @@ def _parse(text: str, mode: Mode, limits: Limits, single: bool) -> list[Any]:
     except Exception as err:  # both parsers raise many error types; all mean the same to a user
         raise YAMLSyntaxError(_not_utf8(text) or _describe_yaml_error(err)) from None
     aliases = _aliases_possible(text)
-    for doc in docs:
-        check_expanded(doc, limits, aliases)
+    try:
+        for doc in docs:
+            check_expanded(doc, limits, aliases)
+    except RecursionError:  # the alias measure recurses; KRMFN_MAX_DEPTH set near Python's own limit
+        raise LimitExceededError(
+            f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)"
+        ) from None
     return docs
 
 
