@@ -240,3 +240,110 @@ def test_jinja2_is_imported_only_when_an_expression_exists() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+BIG = "a" * 200_000
+HUGE_INPUTS: dict[str, Any] = {
+    "big": BIG,
+    "many": [BIG] * 2_000,  # 400 MB once written, one string in memory
+    "deep": {"k": [BIG] * 2_000},
+    "tag": "1.2.3",
+}
+FILTER_ARGUMENTS = {
+    "trunc": "(5)",
+    "replace": "('a', 'bb')",
+    "join": "(',')",
+    "default": "('x')",
+    "d": "('x')",
+}
+
+
+def _bombs() -> list[str]:
+    from krmfn.functions.render_inputs.filters import FILTERS
+
+    # Every filter, as the sandbox knows it (a new filter is covered without editing this list).
+    bombs = [
+        f"<< inputs.{source} | {name}{FILTER_ARGUMENTS.get(name, '')} >>"
+        for name in FILTERS
+        for source in ("many", "deep")
+    ]
+    bombs += [
+        "<< [inputs.big] * 1000 >>",
+        "<< ([inputs.big] * 1000) | toJson >>",
+        "<< [[inputs.big] * 1] * 1000 >>",
+        "<< inputs.many + inputs.many >>",
+        "<< inputs.many ~ '' >>",
+        "<< inputs.tag ~ inputs.many >>",
+        "<< inputs.big ~ inputs.big >>",
+        "<< inputs.big + inputs.big >>",
+        "<< inputs.many[1:] >>",
+        "<< inputs.big * 2 >>",
+        "x-<< inputs.many >>",
+        "<< inputs.big | b64enc | b64enc >>",
+        "<< inputs.big | replace('a', inputs.big) >>",
+        "<< inputs.many | join(inputs.big) >>",
+        "<< inputs.deep | toYaml | sha256sum >>",
+        "<< " + " ~ ".join(["inputs.big"] * 40) + " >>",
+    ]
+    return bombs
+
+
+@pytest.mark.parametrize("text", _bombs())
+def test_no_filter_or_operator_builds_a_huge_value_before_refusing_it(text: str) -> None:
+    """Each is refused (or gives a small value), having allocated a few MB at most: sizes are checked
+    before values are built. (The inputs' own 200 KB are allocated before tracing starts.)"""
+    import tracemalloc
+
+    from krmfn.functions.render_inputs.engine import MAX_STRING, size_of
+
+    render("<< inputs.tag >>", INPUTS)  # Jinja imported and set up outside the measure
+    tracemalloc.start()
+    try:
+        try:
+            value = render(text, HUGE_INPUTS)
+        except RenderError:
+            value = None
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert value is None or size_of(value) <= MAX_STRING, text
+    assert peak < 8 * MAX_STRING, f"{text}: peak {peak / 1e6:.1f} MB"
+
+
+@pytest.mark.parametrize(
+    ("text", "inputs"),
+    [
+        ("<< inputs.open ~ ' inputs.x ' ~ inputs.close >>", {"open": "<<", "close": ">>", "x": 1}),
+        ("<< inputs.open >> inputs.x >>", {"open": "<<", "x": 1}),
+        ("pre << inputs.open >> inputs.x >> post", {"open": "<<", "x": 1}),
+        ("<< inputs.parts | join(' ') >>", {"parts": ["<<", "inputs.x", ">>"], "x": 1}),
+        ("<< inputs.parts >>", {"parts": ["a", "<< inputs.x >>"], "x": 1}),
+        ("<< inputs.a ~ inputs.b >>", {"a": "<< inpu", "b": "ts.x >>", "x": 1}),
+    ],
+)
+def test_a_result_never_holds_an_expression_assembled_from_inputs(text: str, inputs: dict[str, Any]) -> None:
+    with pytest.raises(RenderError, match="the result holds a << >> expression"):
+        render(text, inputs)
+
+
+def test_concatenation_writes_values_as_they_read_in_strings() -> None:
+    # Jinja's own `~` wrote Python's repr: True, None, ['a'].
+    assert render("<< inputs.tag ~ [1, true, none] ~ true ~ none >>", INPUTS) == "6.7.1[1,true,null]true"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<< " + "+".join(["1"] * 300) + " ~ inputs.tag >>",
+        "<< " + "not " * 240 + "inputs.tag >>",
+        "<< " + "(" * 300 + "inputs.tag" + ")" * 300 + " >>",
+        "<< " + "[" * 300 + "inputs.tag" + "]" * 300 + " >>",
+        "<< " + "-" * 900 + "inputs.replicas >>",
+        "<< (2 ** 62) * 8 >>",
+        "<< inputs.replicas * 9223372036854775807 * 4 >>",
+    ],
+)
+def test_expressions_past_pythons_limits_are_clean_errors(text: str) -> None:
+    # A long `1+1+...` was a SyntaxError from Python's compiler, an internal error.
+    with pytest.raises(RenderError):
+        render(text, INPUTS)
