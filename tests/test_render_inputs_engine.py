@@ -347,3 +347,125 @@ def test_expressions_past_pythons_limits_are_clean_errors(text: str) -> None:
     # A long `1+1+...` was a SyntaxError from Python's compiler, an internal error.
     with pytest.raises(RenderError):
         render(text, INPUTS)
+
+
+SECRET_CANARY = "CANARYsecretTok"
+FAILING_IN_SECRETS = [
+    "<< inputs.CANARY >>",
+    "<< CANARY.x >>",
+    "<< inputs.tag | CANARY >>",
+    "<< inputs.tag | CANARY(1) >>",
+    "<< 'CANARY' + 1 >>",
+    "<< 'CANARY' ~ >>",
+    "<< 'CANARY' * 100000 >>",
+    "<< inputs.CANARY() >>",
+    "<< inputs.tag[CANARY] >>",
+    "<< {'CANARY': 1}.x.y >>",
+    "<< 'CANARY' | int(inputs.CANARY) >>",
+    "<< inputs.open ~ ' inputs.CANARY ' ~ inputs.close >>",
+    "<< 1 / 0 if 'CANARY' else 2 >>",
+    "prefix-CANARY-<< inputs.missing >>",
+    "<< " + "(" * 300 + "'CANARY'" + ")" * 300 + " >>",
+]
+
+
+def _secret_run(values: list[str], config: dict[str, Any]) -> tuple[int, dict[str, Any], str]:
+    import io
+
+    from krmfn.yamlio import dump_fast
+
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "creds", "labels": {"tag": "<< inputs.tag >>"}},
+        "stringData": {f"k{i}": v.replace("CANARY", SECRET_CANARY) for i, v in enumerate(values)},
+        "data": {"token": "<< inputs.tag | b64enc >>"},
+    }
+    rl = {
+        "apiVersion": "config.kubernetes.io/v1",
+        "kind": "ResourceList",
+        "items": [secret],
+        "functionConfig": {
+            "apiVersion": "fn.krmfn.dev/v1alpha1",
+            "kind": "RenderInputs",
+            "metadata": {"name": "r"},
+            "inputs": {"tag": "1.2", "open": "<<", "close": ">>"},
+            **config,
+        },
+    }
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = FUNCTION.main([], io.StringIO(dump_fast(rl)), stdout, stderr)
+    return code, _load_fast(stdout.getvalue()), stderr.getvalue()
+
+
+def test_secret_payloads_are_not_rendered_unless_the_config_opts_in() -> None:
+    code, out, stderr = _secret_run(["<< inputs.tag >>", "cat << EOF >> /etc/x"], {})
+    secret = out["items"][0]
+    assert code == 0
+    assert secret["metadata"]["labels"] == {"tag": "1.2"}  # the rest of a Secret is rendered
+    assert secret["stringData"] == {"k0": "<< inputs.tag >>", "k1": "cat << EOF >> /etc/x"}
+    assert secret["data"] == {"token": "<< inputs.tag | b64enc >>"}
+    (warning,) = [r for r in out["results"] if r["severity"] == "warning"]
+    assert warning["field"]["path"] == "data.token" and "renderSecrets: true" in warning["message"]
+    assert warning["message"].startswith("2 << >> expression(s) in the Secret's payload left unrendered")
+    assert "inputs.tag" not in warning["message"] + stderr
+
+    code, out, _ = _secret_run(["<< inputs.tag >>", "cat << EOF >> /etc/x"], {"renderSecrets": True})
+    assert code == 0
+    assert out["items"][0]["stringData"] == {"k0": "1.2", "k1": "cat << EOF >> /etc/x"}
+    assert out["items"][0]["data"] == {"token": "MS4y"}
+
+
+@pytest.mark.parametrize("value", FAILING_IN_SECRETS)
+def test_no_error_quotes_a_secrets_value(value: str) -> None:
+    code, out, stderr = _secret_run([value], {"renderSecrets": True})
+    assert code == 1
+    errors = [r for r in out["results"] if r["severity"] == "error"]
+    assert [r["field"]["path"] for r in errors] == ["stringData.k0"]
+    assert "a Secret's value is never quoted" in errors[0]["message"]
+    for text in (str(out["results"]), stderr):
+        assert SECRET_CANARY not in text and "inputs." not in text, text
+    assert out["items"][0]["stringData"]["k0"] == value.replace("CANARY", SECRET_CANARY)
+
+
+def test_inputs_configmap_values_must_be_strings() -> None:
+    inputs_cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "in", "annotations": {"config.kubernetes.io/local-config": "true"}},
+        "data": {"n": 3, "on": True, "list": ["a"], "none": None, "ok": "x"},
+    }
+    target = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "t"},
+        "data": {"k": "<< inputs.ok >>"},
+    }
+    rl = {
+        "apiVersion": "config.kubernetes.io/v1",
+        "kind": "ResourceList",
+        "items": [inputs_cm, target],
+        "functionConfig": {
+            "apiVersion": "fn.krmfn.dev/v1alpha1",
+            "kind": "RenderInputs",
+            "metadata": {"name": "r"},
+            "inputsFrom": [{"name": "in"}],
+        },
+    }
+    text, code = FUNCTION.process(dump_fast(rl), "fast")
+    out = _load_fast(text)
+    errors = [
+        (r["resourceRef"]["name"], r["field"]["path"]) for r in out["results"] if r["severity"] == "error"
+    ]
+    assert code == 1
+    assert errors == [("in", "data.n"), ("in", "data.on"), ("in", "data.list"), ("in", "data.none")]
+    assert out["items"][1]["data"] == {"k": "<< inputs.ok >>"}  # nothing rendered from a bad source
+    # The ConfigMap form of the functionConfig (`kpt fn eval -- tag=1`) holds strings the same way.
+    rl["functionConfig"] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "f"},
+        "data": {"ok": 1},
+    }
+    text, code = FUNCTION.process(dump_fast(rl), "fast")
+    assert code == 1 and "functionConfig.data.ok" in text
