@@ -102,7 +102,7 @@ def test_hostile_input_fails_fast_within_one_gib(case: str, mode: str) -> None:
     assert run.code == 1, stderr
     assert expected in stderr, stderr
     assert "Traceback" not in stderr and "MemoryError" not in stderr
-    assert not output_problems(run.stdout.decode(), run.code)
+    assert not output_problems(run.stdout.decode(), run.code, source=data)
     assert elapsed < 10, f"{case} took {elapsed:.1f} s"
 
 
