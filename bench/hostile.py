@@ -17,6 +17,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+if TYPE_CHECKING:
+    from bench import gen  # mypy checks this script as bench.hostile (see bench/functions.py)
+else:
+    import gen
 
 from krmfn.yamlio import dump_fast
 
@@ -99,6 +106,51 @@ def scanning(sizes: list[int]) -> None:
     )
 
 
+HEAD = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
+
+
+def shaped(shape: str, size: int) -> str:
+    """About ``size`` characters of input of one shape: manifests, or the costliest per byte found."""
+    if shape == "manifests":
+        count = 16
+        while len(gen.resource_list(count * 2)) <= size:
+            count *= 2
+        return gen.resource_list(count)
+    body = HEAD + "items: []\nx: ["
+    unit = {"empty mappings": "{}", "empty lists": "[]", "short strings": "ab"}[shape]
+    return body + ",".join([unit] * ((size - len(body)) // (len(unit) + 1))) + "]\n"
+
+
+def memory(sizes: dict[str, int]) -> None:
+    """Peak RSS of set-steps reading, reporting on and writing back the input (it fails for want of a
+    config after parsing: every byte is read and written)."""
+    rows = []
+    env = {**os.environ, "KRMFN_MAX_INPUT_BYTES": str(1 << 40), "KRMFN_MAX_FIDELITY_BYTES": str(1 << 40)}
+    env["KRMFN_MAX_NODES"] = str(1 << 40)
+    for mode, size in sizes.items():
+        _, base, _, _ = run(
+            [str(BIN / "krmfn-set-steps"), "--yaml", mode], (HEAD + "items: []\n").encode(), env
+        )
+        for shape in ("manifests", "empty mappings", "empty lists", "short strings"):
+            text = shaped(shape, size).encode()
+            seconds, rss, _, _ = run([str(BIN / "krmfn-set-steps"), "--yaml", mode], text, env)
+            rows.append(
+                [
+                    mode,
+                    shape,
+                    f"{len(text) / 2**20:.2f}",
+                    f"{rss / 1024:.0f}",
+                    f"{(rss - base) * 1024 / len(text):.0f}",
+                    f"{seconds:.1f}",
+                ]
+            )
+    table(
+        "Peak RSS per input byte (krmfn-set-steps, read and written back; base: an empty list's RSS)",
+        ["path", "shape", "input MiB", "peak RSS MiB", "(RSS - base) / input", "seconds"],
+        rows,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -107,6 +159,12 @@ def main() -> None:
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
     scanning([100_000] if args.quick else [240_000, 1_000_000, 4_000_000])
+    if args.quick:
+        memory({"fast": 256 * 1024, "fidelity": 64 * 1024})
+    else:
+        from krmfn.limits import Limits
+
+        memory({"fast": Limits().max_bytes, "fidelity": 1024 * 1024})
 
 
 if __name__ == "__main__":

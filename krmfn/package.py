@@ -153,7 +153,7 @@ class _Ignore:
 def _read_file(package_dir: Path, relative: str, mode: Mode, limits: Limits) -> list[Obj]:
     path = package_dir / relative
     text = path.read_text(encoding="utf-8")
-    check_size(text, limits)
+    check_size(text, limits, mode)
     chunks = _documents(text)
     try:
         docs = list(load_all_fast(text, limits)) if mode == "fast" else _load_all_fidelity(text, limits)

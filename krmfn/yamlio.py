@@ -53,10 +53,15 @@ def _represent_str(dumper: yaml.representer.SafeRepresenter, value: str) -> yaml
 _FastDumper.add_representer(str, _represent_str)
 
 
-def check_size(text: str, limits: Limits) -> None:
+def check_size(text: str, limits: Limits, mode: Mode = "fast") -> None:
     if len(text) > limits.max_bytes:
         raise LimitExceededError(
             f"input is {len(text)} bytes, over the limit of {limits.max_bytes} (KRMFN_MAX_INPUT_BYTES)"
+        )
+    if mode == "fidelity" and len(text) > limits.max_fidelity_bytes:
+        raise LimitExceededError(
+            f"input is {len(text)} bytes, over the fidelity path's limit of {limits.max_fidelity_bytes} "
+            "(KRMFN_MAX_FIDELITY_BYTES; the fast path reads up to KRMFN_MAX_INPUT_BYTES)"
         )
 
 
@@ -142,7 +147,7 @@ def load_documents(text: str, limits: Limits) -> list[Any]:
 
 
 def _parse(text: str, mode: Mode, limits: Limits, single: bool) -> list[Any]:
-    check_size(text, limits)
+    check_size(text, limits, mode)
     try:
         if mode == "fast":
             docs = [_load_fast(text)] if single else list(yamlfast.load_all(text))
