@@ -5,11 +5,11 @@ Imported only when the fidelity path is used: ruamel costs ~25 ms to import.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import re
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -147,30 +147,7 @@ class _Emitter(Emitter):
 _INSTANCE: YAML | None = None
 
 
-def load(text: str) -> Any:
-    with _instance() as rt:
-        return rt.load(text)
-
-
-@contextmanager
-def _instance() -> Iterator[YAML]:
-    """The shared instance, dropped when a load or dump through it fails part-way.
-
-    A ``YAML`` object keeps its emitter, serializer and dump context between calls and resets them only
-    when a dump completes: after an exception (a value it cannot represent, MemoryError, a signal) the
-    next dump wrote into the dead stream and returned ``''``, or raised ``expected NodeEvent, but got
-    DocumentStartEvent()``. A fresh instance costs ~5 ms, only after a failure.
-    """
-    global _INSTANCE  # noqa: PLW0603
-    rt = _shared()
-    try:
-        yield rt
-    except BaseException:
-        _INSTANCE = None
-        raise
-
-
-def _shared() -> YAML:
+def instance() -> YAML:
     global _INSTANCE  # noqa: PLW0603  # one configured instance per process; building it costs ~5 ms
     if _INSTANCE is None:
         rt = YAML(typ="rt")
@@ -184,6 +161,25 @@ def _shared() -> YAML:
         rt.allow_duplicate_keys = False
         _INSTANCE = rt
     return _INSTANCE
+
+
+@contextlib.contextmanager
+def _discarded_on_failure() -> Iterator[None]:
+    """Forget the shared instance when a load or dump is interrupted (an error, a signal): ruamel keeps
+    its emitter's state machine on the instance, and a half-written document made every later dump in
+    the process fail with "expected NodeEvent, but got DocumentStartEvent"."""
+    global _INSTANCE  # noqa: PLW0603
+    try:
+        yield
+    except BaseException:
+        _INSTANCE = None
+        raise
+
+
+def load(text: str) -> Any:
+    """One document or stream head through the shared instance (see ``_discarded_on_failure``)."""
+    with _discarded_on_failure():
+        return instance().load(text)
 
 
 def dump(doc: Any) -> str:
@@ -201,8 +197,8 @@ def dump(doc: Any) -> str:
         tok.value = _HEAD_MARK + tok.value
     out = io.StringIO()
     try:
-        with _instance() as rt:
-            rt.dump(doc, out)
+        with _discarded_on_failure():
+            instance().dump(doc, out)
     finally:
         for tok, value in zip(heads, originals, strict=True):
             tok.value = value

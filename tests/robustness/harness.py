@@ -28,9 +28,9 @@ class Hang(BaseException):
 
 @contextmanager
 def time_bound(seconds: float) -> Iterator[None]:
-    """Interrupt the block with Hang after ``seconds`` of this process's CPU time (SIGPROF; the main
-    thread only). CPU time, not wall time: the blocks bounded are pure computations, and on a loaded
-    machine (2 cores, many test runs) wall time reported hangs that were only waits for a core."""
+    """Interrupt the block with Hang after ``seconds`` of this process's CPU time (SIGPROF; the main thread
+    only). CPU time, not wall time: a busy machine must not turn a slow but finite call into a "hang",
+    while a runaway loop burns CPU and is still caught."""
 
     def expire(signum: int, frame: Any) -> None:
         raise Hang(f"did not finish within {seconds} s of CPU time")
