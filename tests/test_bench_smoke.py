@@ -80,3 +80,9 @@ def test_engines_benchmark_runs_and_prints_one_table() -> None:
     assert "### Staged deploy (3 steps), three engines, median of 1 run(s)" in stdout
     rows = [line for line in stdout.splitlines() if line.startswith("| ") and "engine" not in line]
     assert [row.split(" | ")[0] for row in rows] == ["| krmfn apply", "| Flux Operator", "| kpt live apply"]
+
+
+def test_hostile_input_benchmarks_run_and_print_tables() -> None:
+    stdout = quick("hostile.py")
+    assert "### render-inputs: scanning text with many `<<`" in stdout
+    assert "| `'<< '` x 33,333 | 0.10 |" in stdout
