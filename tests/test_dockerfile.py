@@ -1,7 +1,8 @@
 """The Dockerfile lints clean, and every FUNCTION it can be built with has a console script.
 
-There is no container engine on the test machines, so the image is checked statically: hadolint for the
-Dockerfile, and the entrypoint contract (no arguments, non-root, exec form) read from the file itself.
+These checks read the file itself (hadolint, and the entrypoint contract: no arguments, non-root, exec
+form), so they run without a container engine. tests/test_container.py builds the images and runs them
+under kpt and kustomize.
 """
 
 from __future__ import annotations
