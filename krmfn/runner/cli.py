@@ -166,7 +166,6 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
     except RunnerError as err:
         sys.stderr.write(f"krmfn apply: {err}\n")
         return EXIT_FAILED
-    from krmfn import __version__
     from krmfn.runner.engine import Options, Runner
 
     options = Options(
@@ -176,7 +175,6 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         applyset=args.applyset,
         namespace=namespace,
         prune=args.prune,
-        version=__version__,
         lock_wait=args.wait_for_lock,
     )
     runner = Runner(api, options, printer)
