@@ -14,7 +14,7 @@ FROM ${PYTHON_IMAGE} AS wheels-index
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY krmfn ./krmfn
-# pip's own wheel too: the final stage runs pip from it and never installs it.
+# pip's own wheel too: the install stage runs pip from it and never installs it.
 RUN pip wheel --no-cache-dir --wheel-dir /wheels . pip
 
 FROM scratch AS wheels-local
@@ -23,20 +23,26 @@ COPY wheels/ /wheels/
 # hadolint ignore=DL3006
 FROM wheels-${WHEELS} AS wheels
 
+# krmfn goes into its own virtual environment, installed offline by pip run from its wheel, so the
+# image holds no installer and the base's own Python packages (or a distribution's PEP 668 marker) do
+# not matter. pip compiles the bytecode here: at run time the files are read-only to the user.
+# A stage of its own, copied below: the wheels stay out of the image's layers, and the copy is
+# cached by its content (a RUN with the wheels bind-mounted is not, under buildah).
+FROM ${PYTHON_IMAGE} AS install
+COPY --from=wheels /wheels /wheels
+RUN python3 -m venv --without-pip /opt/krmfn \
+    && set -- /wheels/pip-*.whl \
+    && /opt/krmfn/bin/python "$1/pip" install --no-cache-dir --no-index \
+       --disable-pip-version-check --find-links /wheels krmfn
+
 FROM ${PYTHON_IMAGE}
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
-# krmfn goes into its own virtual environment, installed offline by pip run from its wheel, so the
-# image holds no installer and the base's own Python packages (or a distribution's PEP 668 marker)
-# do not matter. pip compiles the bytecode here: at run time the files are read-only to the user.
+# A base that ships pip (the default one does) loses it: the image runs functions, it installs nothing.
+RUN if python3 -m pip --version > /dev/null 2>&1; then \
+      python3 -m pip uninstall --yes --no-cache-dir pip setuptools wheel; fi
 # This layer does not depend on FUNCTION, so the images of all functions share it.
-RUN --mount=type=bind,from=wheels,source=/wheels,target=/wheels \
-    python3 -m venv --without-pip /opt/krmfn \
-    && set -- /wheels/pip-*.whl \
-    && /opt/krmfn/bin/python "$1/pip" install --no-cache-dir --no-index \
-       --disable-pip-version-check --find-links /wheels krmfn \
-    && if python3 -m pip --version > /dev/null 2>&1; then \
-         python3 -m pip uninstall --yes --no-cache-dir pip setuptools wheel; fi
+COPY --from=install /opt/krmfn /opt/krmfn
 ARG FUNCTION=set-image
 ENV KRMFN_FUNCTION=${FUNCTION}
 # The entrypoint is a symlink made at build time, so running the image needs no shell, and an unknown

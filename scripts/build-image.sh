@@ -7,7 +7,7 @@
 #
 # Prints "FUNCTION IMAGE" per line. Images are tagged by the content they are built from (sources,
 # Dockerfile, pinned dependency versions, base image), so a second run with nothing changed only
-# checks that the tags exist. Environment:
+# checks that the tags exist; each is also tagged PREFIX<function>:<krmfn version>. Environment:
 #   PYTHON               the interpreter whose `pip wheel` builds the wheels and whose installed
 #                        dependency versions the image pins (default: python3 on PATH)
 #   KRMFN_BASE_SUITE     the Debian suite of the base image (default: bookworm, Python 3.11)
@@ -21,6 +21,7 @@ bash scripts/install-podman.sh
 PYTHON=${PYTHON:-python3}
 SUITE=${KRMFN_BASE_SUITE:-bookworm}
 PREFIX=${KRMFN_IMAGE_PREFIX:-localhost/krmfn-}
+VERSION=$("$PYTHON" -c 'import krmfn; print(krmfn.__version__)')
 if [ $# -gt 0 ]; then
   functions=("$@")
 else
@@ -103,10 +104,13 @@ if [ ${#todo[@]} -gt 0 ]; then
   # Older builds of these images go after a day (not sooner: another worktree may be testing them).
   for fn in "${functions[@]}"; do
     podman images --filter "reference=$PREFIX$fn" --filter until=24h --format '{{.Repository}}:{{.Tag}}' \
-      | grep -v -F ":$source_hash" | xargs -r podman rmi --ignore >/dev/null 2>&1 || true
+      | grep -v -F -e ":$source_hash" -e ":$VERSION" | xargs -r podman rmi --ignore >/dev/null 2>&1 || true
   done
 fi
 
+# Also under the names the functions' metadata.yaml promise (PREFIX<function>:<version>), pointing at
+# this checkout's build.
 for fn in "${functions[@]}"; do
+  podman tag "$PREFIX$fn:$source_hash" "$PREFIX$fn:$VERSION"
   echo "$fn $PREFIX$fn:$source_hash"
 done

@@ -8,6 +8,7 @@ nobody``, its defaults); kustomize runs them with ``docker``, here Debian's podm
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -17,11 +18,12 @@ from typing import Any
 import pytest
 from container_support import configs_to_containers, engine_env, images, kptfile_to_images, run
 from e2e import ROOT, derive_source, package_files, tool
-from fixture_harness import FIXTURES, Case, discover, resource_list_text
+from fixture_harness import Case, discover, resource_list_text
 
 from krmfn.yamlio import dump_fast, load_all_fast
 
-pytestmark = [pytest.mark.e2e, pytest.mark.container]
+# The first test builds the images when scripts/test.sh has not (a fresh base takes minutes on 2 cores).
+pytestmark = [pytest.mark.e2e, pytest.mark.container, pytest.mark.timeout(1800)]
 
 EXAMPLE = ROOT / "examples" / "staged-deploy"
 RESULT_KEYS = ("message", "severity", "resourceRef", "field", "file", "tags")
@@ -218,6 +220,37 @@ def test_fixture_error_cases_are_refused_alike_by_the_image(tmp_path: Path) -> N
     assert not mismatches, "\n".join(mismatches)
 
 
-def test_every_error_fixture_function_has_an_image() -> None:
-    functions = {p.name for p in FIXTURES.iterdir() if p.is_dir()} - {"example-annotate"}
-    assert len(functions) == 7 and functions <= images().keys(), sorted(functions)
+def test_the_images_the_function_metadata_promises_are_this_build(tmp_path: Path) -> None:
+    refs = images()
+    promised = [
+        next(load_all_fast(p.read_text()))["image"] for p in ROOT.glob("krmfn/functions/*/metadata.yaml")
+    ]
+    assert len(promised) == 7 and {p.split(":")[0].removeprefix("krmfn-") for p in promised} == refs.keys()
+    for image in promised:
+        name = image.split(":")[0].removeprefix("krmfn-")
+        ids = run(
+            ["podman", "image", "inspect", "--format", "{{.Id}}", f"localhost/{image}", refs[name]], tmp_path
+        )
+        first, second = ids.stdout.split()
+        assert first == second, f"localhost/{image} is not {refs[name]}"
+
+
+HASH_SOURCES = """
+import hashlib, json, pathlib, krmfn
+root = pathlib.Path(krmfn.__file__).parent
+print(json.dumps({str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+                  for p in sorted(root.rglob("*.py"))}))
+"""
+
+
+def test_every_image_holds_this_checkouts_sources(tmp_path: Path) -> None:
+    """The build cache must follow the sources: a layer reused after a change would run old code."""
+    local = {
+        str(p.relative_to(ROOT / "krmfn")): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((ROOT / "krmfn").rglob("*.py"))
+        if "examples" not in p.relative_to(ROOT / "krmfn").parts
+    }
+    for name, ref in images().items():
+        python = ["podman", "run", "--rm", "--network", "none", "--entrypoint", "/opt/krmfn/bin/python"]
+        in_image = json.loads(run([*python, ref, "-c", HASH_SOURCES], tmp_path).stdout)
+        assert in_image == local, f"{ref} was built from other sources than this checkout ({name})"
