@@ -21,11 +21,25 @@ bash scripts/install-podman.sh
 PYTHON=${PYTHON:-python3}
 SUITE=${KRMFN_BASE_SUITE:-bookworm}
 PREFIX=${KRMFN_IMAGE_PREFIX:-localhost/krmfn-}
-VERSION=$("$PYTHON" -c 'import krmfn; print(krmfn.__version__)')
+# One interpreter start for the version, the function names and the pins: the installed versions of
+# everything but krmfn itself (the image pins what the tests ran with; krmfn is built from the sources).
+facts=$("$PYTHON" - <<'PY'
+import importlib.metadata as md
+import krmfn
+from krmfn.registry import CANONICAL_ORDER
+print(krmfn.__version__)
+print(*CANONICAL_ORDER, "render")
+pins = {d.metadata["Name"].lower(): d.version for d in md.distributions() if d.metadata["Name"]}
+pins.pop("krmfn", None)
+print("\n".join(f"{name}=={version}" for name, version in sorted(pins.items())))
+PY
+)
+VERSION=$(sed -n 1p <<< "$facts")
+constraints=$(sed -n '3,$p' <<< "$facts")
 if [ $# -gt 0 ]; then
   functions=("$@")
 else
-  read -r -a functions <<< "$("$PYTHON" -c 'from krmfn.registry import CANONICAL_ORDER as c; print(*c, "render")')"
+  read -r -a functions <<< "$(sed -n 2p <<< "$facts")"
 fi
 
 # One build at a time on a machine: worktrees share podman's storage and the base image.
@@ -59,10 +73,6 @@ if ! podman image exists "$base"; then
   echo "built $base in $((SECONDS - start))s" >&2
 fi
 
-# Pin the image's dependencies to the versions this interpreter has installed (the ones the tests
-# ran with), krmfn itself excepted: it is built from the sources.
-constraints=$("$PYTHON" -m pip freeze --exclude-editable --disable-pip-version-check \
-  | grep -v -i -E '^(krmfn([ =@]|$)|-e )' || true)
 source_hash=$(
   {
     cat Dockerfile .dockerignore pyproject.toml README.md scripts/build-image.sh
@@ -73,9 +83,12 @@ source_hash=$(
   } | sha256sum | cut -c1-12
 )
 
+existing=$(podman images --format '{{.Repository}}:{{.Tag}} {{.ID}}')
+has() { grep -q -F -x -e "$1 $2" <<< "$existing"; }
+id_of() { awk -v ref="$1" '$1 == ref { print $2 }' <<< "$existing"; }
 todo=()
 for fn in "${functions[@]}"; do
-  podman image exists "$PREFIX$fn:$source_hash" || todo+=("$fn")
+  [ -n "$(id_of "$PREFIX$fn:$source_hash")" ] || todo+=("$fn")
 done
 
 if [ ${#todo[@]} -gt 0 ]; then
@@ -110,7 +123,9 @@ fi
 
 # Also under the names the functions' metadata.yaml promise (PREFIX<function>:<version>), pointing at
 # this checkout's build.
+[ ${#todo[@]} -eq 0 ] || existing=$(podman images --format '{{.Repository}}:{{.Tag}} {{.ID}}')
 for fn in "${functions[@]}"; do
-  podman tag "$PREFIX$fn:$source_hash" "$PREFIX$fn:$VERSION"
+  id=$(id_of "$PREFIX$fn:$source_hash")
+  has "$PREFIX$fn:$VERSION" "$id" || podman tag "$PREFIX$fn:$source_hash" "$PREFIX$fn:$VERSION"
   echo "$fn $PREFIX$fn:$source_hash"
 done
