@@ -22,15 +22,29 @@ PYTHON=${PYTHON:-python3}
 SUITE=${KRMFN_BASE_SUITE:-bookworm}
 PREFIX=${KRMFN_IMAGE_PREFIX:-localhost/krmfn-}
 # One interpreter start for the version, the function names and the pins: the installed versions of
-# everything but krmfn itself (the image pins what the tests ran with; krmfn is built from the sources).
+# krmfn's runtime dependencies, transitively (the image runs what the tests ran with; krmfn itself is
+# built from the sources, and test tools do not reach the image or its cache key).
 facts=$("$PYTHON" - <<'PY'
 import importlib.metadata as md
+import re
 import krmfn
 from krmfn.registry import CANONICAL_ORDER
 print(krmfn.__version__)
 print(*CANONICAL_ORDER, "render")
-pins = {d.metadata["Name"].lower(): d.version for d in md.distributions() if d.metadata["Name"]}
-pins.pop("krmfn", None)
+pins, todo = {}, ["krmfn"]
+while todo:
+    for requirement in md.requires(todo.pop()) or []:
+        name = re.match(r"[A-Za-z0-9._-]+", requirement)
+        if "extra ==" in requirement or not name:
+            continue
+        key = re.sub(r"[-_.]+", "-", name.group()).lower()
+        if key in pins:
+            continue
+        try:
+            pins[key] = md.version(key)
+        except md.PackageNotFoundError:
+            continue  # a dependency for another platform or Python (its marker does not apply here)
+        todo.append(key)
 print("\n".join(f"{name}=={version}" for name, version in sorted(pins.items())))
 PY
 )
