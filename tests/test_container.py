@@ -9,7 +9,9 @@ nobody``, its defaults); kustomize runs them with ``docker``, here Debian's podm
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Any
 import pytest
 from container_support import configs_to_containers, engine_env, images, kptfile_to_images, run
 from e2e import ROOT, derive_source, package_files, tool
-from fixture_harness import Case, discover, resource_list_text
+from fixture_harness import Case, discover, load_function, resource_list_text
 
 from krmfn.yamlio import dump_fast, load_all_fast
 
@@ -192,8 +194,20 @@ print(json.dumps(found))
 """
 
 
-def test_fixture_error_cases_are_refused_alike_by_the_image(tmp_path: Path) -> None:
+def _as_exec(function: str, text: str) -> tuple[int, str, str]:
+    """What ``krmfn-<function>`` does with ``text`` on stdin, without an interpreter start per case: its
+    console script is ``FUNCTION.main()`` (tests/test_dockerfile.py checks each one)."""
+    out, err = io.StringIO(), io.StringIO()
+    code = load_function(function).main([], io.StringIO(text), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_fixture_error_cases_are_refused_alike_by_the_image(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert len(ERROR_CASES) > 40 and len({c.function for c in ERROR_CASES}) == 7, [c.id for c in ERROR_CASES]
+    for name in [k for k in os.environ if k.startswith("KRMFN_")]:
+        monkeypatch.delenv(name)  # the container sees none of them either
     refs = images()
     mismatches: list[str] = []
     for function in sorted({c.function for c in ERROR_CASES}):
@@ -207,15 +221,14 @@ def test_fixture_error_cases_are_refused_alike_by_the_image(tmp_path: Path) -> N
         in_image = json.loads(run([*driver, refs[function], "-c", DRIVER], tmp_path).stdout)
         assert in_image.keys() == cases.keys()
         for name in cases:
-            stdin = (folder / f"{name}.yaml").read_text()
-            host = run([f"krmfn-{function}"], tmp_path, check=False, stdin=stdin)
-            code, stdout, stderr = in_image[name]
-            if host.returncode != 1:
-                mismatches.append(f"{function}/{name}: the exec function exited {host.returncode}, not 1")
-            if [code, stdout, stderr] != [host.returncode, host.stdout, host.stderr]:
+            host = _as_exec(function, (folder / f"{name}.yaml").read_text())
+            if host[0] != 1:
+                mismatches.append(f"{function}/{name}: the exec function exited {host[0]}, not 1")
+            if tuple(in_image[name]) != host:
+                code, stdout, stderr = in_image[name]
                 mismatches.append(
-                    f"{function}/{name}: image exited {code} (exec {host.returncode})\n"
-                    f"image stdout/stderr:\n{stdout}{stderr}\nexec stdout/stderr:\n{host.stdout}{host.stderr}"
+                    f"{function}/{name}: image exited {code} (exec {host[0]})\n"
+                    f"image stdout/stderr:\n{stdout}{stderr}\nexec stdout/stderr:\n{host[1]}{host[2]}"
                 )
     assert not mismatches, "\n".join(mismatches)
 
