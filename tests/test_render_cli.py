@@ -395,7 +395,7 @@ def test_kpt_skips_symlinked_directories_and_follows_symlinked_files(tmp_path: P
     ("annotation", "value"),
     [
         ("config.kubernetes.io/path", "../escaped.yaml"),
-        ("config.kubernetes.io/path", "/tmp/krmfn-escaped.yaml"),
+        ("config.kubernetes.io/path", "OUTSIDE/escaped.yaml"),  # an absolute path outside the package
         ("internal.config.kubernetes.io/path", "sub/../../escaped.yaml"),
         ("internal.config.kubernetes.io/package-path", "/tmp"),
         ("config.kubernetes.io/path", "linked/escaped.yaml"),
@@ -415,9 +415,11 @@ def test_in_place_never_writes_outside_the_package_or_through_a_symlink(
         notes.pop("internal.config.kubernetes.io/path")
     if annotation == "internal.config.kubernetes.io/path":
         notes.pop("config.kubernetes.io/path")  # the legacy annotation wins when both are there
-    notes[annotation] = value
+    # outside the package, and unique to this test so that no other run's leftovers can mask a write
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    notes[annotation] = value.replace("OUTSIDE", str(outside))
     before = _tree(tmp_path)
     with pytest.raises(PipelineError, match="krmfn render writes only inside the package"):
         pkg.write(package, package.items, "fast")
     assert _tree(tmp_path) == before
-    assert not Path("/tmp/krmfn-escaped.yaml").exists()
+    assert not outside.exists()
