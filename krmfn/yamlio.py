@@ -263,8 +263,9 @@ def dump_fast(doc: Any, explicit_start: bool = False) -> str:
 
 
 def load_all_fast(text: str, limits: Limits | None = None) -> Iterator[Any]:
-    """Parse a multi-document stream (manifests on disk or from ``kustomize build``)."""
-    yield from load_documents(text, limits or Limits())
+    """Parse a multi-document stream (manifests on disk or from ``kustomize build``), within ``limits``
+    or the ``KRMFN_MAX_*`` variables' (so a larger stream can be allowed where memory allows)."""
+    yield from load_documents(text, limits or Limits.from_env())
 
 
 def dump_all_fast(docs: list[Any]) -> str:
