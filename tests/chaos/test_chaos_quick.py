@@ -26,5 +26,7 @@ def test_fault_campaign_holds_every_invariant(cluster: Cluster, namespace: str, 
     print(report.table())
     assert len(report.records) == RUNS
     assert {r.fault for r in report.records} == set(FAULTS)
-    assert sum(report.checks.values()) >= 5 * RUNS
+    # Four invariants hold after every run whatever its exit code; the health check only after an exit 0,
+    # so how many runs exit 0 (timing) must not decide whether the campaign counts as having checked.
+    assert sum(report.checks.values()) >= 4 * RUNS
     assert report.violations == [], "\n".join(lines) + "\n" + report.table()
