@@ -2,58 +2,26 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-from typing import Any
 
-from krmfn.yamlio import plain
+from krmfn.jobhash import HASH_LENGTH, MAX_BASE, MAX_NAME, NAME_DERIVED_LABELS, spec_hash, truncate
 
-MAX_NAME = 63
-HASH_LENGTH = 8
-MAX_BASE = MAX_NAME - HASH_LENGTH - 1
+__all__ = [
+    "DNS_LABEL",
+    "HASH_LENGTH",
+    "MAX_BASE",
+    "MAX_CRONJOB_NAME",
+    "MAX_NAME",
+    "NAME_DERIVED_LABELS",
+    "derived_from",
+    "hashed_name",
+    "spec_hash",
+    "truncate",
+]
+
 # The Job controller appends "-" and a 10-digit schedule time to a CronJob's name to name each Job.
 MAX_CRONJOB_NAME = MAX_NAME - 11
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-# Labels the Job controller derives from the name and the uid; they would make the hash depend on itself.
-NAME_DERIVED_LABELS = frozenset(
-    {"job-name", "batch.kubernetes.io/job-name", "controller-uid", "batch.kubernetes.io/controller-uid"}
-)
-
-
-def truncate(base: str) -> str:
-    """The base cut to fit the suffix, without a trailing '-' (a label cannot end with one)."""
-    return base[:MAX_BASE].rstrip("-")
-
-
-def _drop_keys(parent: Any, key: str, keys: frozenset[str]) -> None:
-    """Remove ``keys`` from ``parent[key]``, and ``parent[key]`` itself when that leaves it empty."""
-    mapping = parent.get(key) if isinstance(parent, dict) else None
-    if not isinstance(mapping, dict) or not keys & mapping.keys():
-        return
-    for name in keys & mapping.keys():
-        del mapping[name]
-    if not mapping:
-        del parent[key]
-
-
-def _without_name_labels(spec: dict[str, Any]) -> dict[str, Any]:
-    template = spec.get("template")
-    if isinstance(template, dict):
-        _drop_keys(template.get("metadata"), "labels", NAME_DERIVED_LABELS)
-        if template.get("metadata") == {}:
-            del template["metadata"]
-    _drop_keys(spec.get("selector"), "matchLabels", NAME_DERIVED_LABELS)
-    return spec
-
-
-def spec_hash(spec: Any) -> str:
-    """First 8 hex characters of sha256 over the spec as sorted-key JSON of built-in types."""
-    canonical = plain(spec) if isinstance(spec, dict) else {"spec": plain(spec)}
-    text = json.dumps(
-        _without_name_labels(canonical), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:HASH_LENGTH]
 
 
 def hashed_name(base: str, digest: str) -> str:
