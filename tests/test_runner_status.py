@@ -75,13 +75,17 @@ CASES = [
     pytest.param(
         job(active=1),
         "in-progress",
-        "running: 1 active, 0 succeeded, 0 failed",
+        "running: 1 active",
         id="job-running-is-in-progress",
     ),
     pytest.param(
+        job(active=1, failed=2), "in-progress", "running: 1 active, 2 failed", id="job-counts-not-zero"
+    ),
+    pytest.param(job(), "in-progress", "waiting for its first pod", id="job-without-counts-yet"),
+    pytest.param(
         job(cond("SuccessCriteriaMet"), succeeded=1),
         "in-progress",
-        "running: 0 active, 1 succeeded",
+        "running: 1 succeeded",
         id="job-success-criteria-met-is-not-yet-complete",
     ),
     pytest.param(

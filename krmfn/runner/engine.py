@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, ParamSpec, Protocol, TypeVar
 
 from krmfn.errors import RunnerError
+from krmfn.jobhash import name_hash, spec_hash
 from krmfn.kobj import annotations_of
 from krmfn.runner import jobs
 from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
@@ -26,23 +27,50 @@ from krmfn.runner.errors import (
     Forbidden,
     Interrupted,
     InvalidObject,
+    InventoryError,
     JobSpecChanged,
     ObjectError,
+    RunTimeout,
     StepFailed,
     StepTimeout,
     UnknownKind,
 )
-from krmfn.runner.events import Apply, ApplyAction, Error, Event, Prune, Status, StepDone, StepStart, Wait
+from krmfn.runner.events import (
+    Apply,
+    ApplyAction,
+    Error,
+    Event,
+    Prune,
+    Status,
+    StepDone,
+    StepStart,
+    Wait,
+)
+from krmfn.runner.events import Inventory as InventoryEvent
 from krmfn.runner.inventory import Inventory
 from krmfn.runner.lock import LEASE
 from krmfn.runner.plan import Item, Key, Plan, Step, key_of, kind_rank
 from krmfn.runner.status import Health, health
 from krmfn.runner.waiter import Watched, Watcher
+from krmfn.selector import JOB_BASE_NAME
 from krmfn.steps import index_of
 
 T = TypeVar("T")
 P = ParamSpec("P")
 POLL = 0.2  # how often a wait looks at the stop flag and the deadline when no event arrives
+UNCHANGED: frozenset[ApplyAction] = frozenset({"unchanged", "skipped"})
+CHANGED: frozenset[ApplyAction] = frozenset({"created", "configured", "recreated"})
+# Kinds whose deletion deletes much more than themselves: pruned only when asked for by name.
+GUARDED = {
+    ("", "Namespace"): (
+        "prune_namespaces", "--prune-namespaces", "deleting a Namespace deletes everything in it"
+    ),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): (
+        "prune_crds", "--prune-crds", "deleting a CRD deletes every custom resource of its kind"
+    ),
+}  # fmt: skip
+SHARED_KINDS = frozenset({("", "Namespace"), ("apiextensions.k8s.io", "CustomResourceDefinition")})
+"""Kinds two apps often both render: sharing one of them does not make an inventory this app's."""
 
 
 class Clock(Protocol):
@@ -66,6 +94,12 @@ class Options:
     dry_run: bool = False
     """Server-side dry run: every request with dryRun=All, no waiting, no inventory writes."""
     applyset: str = "krmfn"
+    applyset_source: str = "--applyset"
+    """Where the inventory's name came from (identity.py), for the start line."""
+    adopt: bool = False
+    """Take over an inventory whose members this render does not have (they are pruned)."""
+    prune_namespaces: bool = False
+    prune_crds: bool = False
     namespace: str = ""
     """Namespace of the ApplySet parent; the kubeconfig's namespace when empty."""
     prune: bool = True
@@ -74,6 +108,8 @@ class Options:
     """Seconds to wait for another run's inventory lock; 0: fail at once."""
     lock_lease: float = LEASE
     """Seconds the inventory lock lasts unless renewed (every quarter of it)."""
+    timeout: float = 0.0
+    """Seconds the whole run may take (``--timeout``); 0: no bound but the steps' own timeouts."""
 
 
 @dataclass
@@ -81,9 +117,16 @@ class Result:
     ok: bool
     error: RunnerError | None = None
     failed_step: str | None = None
+    """The failed step's name; ``failed_step_index`` its position in the plan."""
+    failed_step_index: int | None = None
     steps_done: int = 0
     applied: list[str] = field(default_factory=list)
+    """Objects the run created, changed or re-created (would, under a server dry run)."""
+    unchanged: list[str] = field(default_factory=list)
+    """Objects the server did not change (and completed Jobs not run again)."""
     pruned: list[str] = field(default_factory=list)
+    elapsed: float = 0.0
+    """Seconds from the start of the run to its end."""
 
 
 @dataclass
@@ -111,6 +154,12 @@ class Runner:
         self._step = -1
         self._during = "start-up"
         self._inventory: Inventory | None = None
+        self._result = Result(ok=False)
+        self._before: dict[Key, dict[str, Any]] = {}
+        """Members of the ApplySet as they were when the run started: what an apply is compared with."""
+        self._deadline: float | None = None
+        self._recorded: tuple[set[str], set[str]] = (set(), set())
+        """The kinds and namespaces the parent listed before this run widened them."""
 
     # --- public ------------------------------------------------------------------------------------------
 
@@ -119,7 +168,10 @@ class Runner:
         self._signal = signum
 
     def run(self, plan: Plan) -> Result:
-        result = Result(ok=False)
+        self._result = result = Result(ok=False)
+        started = self.clock.monotonic()
+        if self.options.timeout > 0:
+            self._deadline = started + self.options.timeout
         try:
             try:
                 self._run(plan, result)
@@ -131,9 +183,11 @@ class Runner:
             result.error = err
             ref = getattr(err, "ref", None)
             step = self._step if self._step >= 0 else None
-            self.emit(Error(message=str(err), step=step, object=ref))
-            if self._step >= 0 and self._step < len(plan.steps):
-                result.failed_step = plan.steps[self._step].name
+            name = plan.steps[self._step].name if step is not None and step < len(plan.steps) else None
+            self.emit(Error(message=str(err), step=step, step_name=name, object=ref))
+            if name is not None:
+                result.failed_step, result.failed_step_index = name, step
+        result.elapsed = self.clock.monotonic() - started
         return result
 
     # --- the sequence ------------------------------------------------------------------------------------
@@ -141,6 +195,7 @@ class Runner:
     def _run(self, plan: Plan, result: Result) -> None:
         self._resolve(plan)
         parent = self._open_parent(plan)
+        self._check_adoption(plan, parent)
         for step in plan.steps:
             self._step = step.index
             self._run_step(step, parent, result)
@@ -191,6 +246,9 @@ class Runner:
     def _open_parent(self, plan: Plan) -> Parent:
         self._during = "reading the inventory"
         namespace = self.options.namespace or self.api.default_namespace
+        self.emit(
+            InventoryEvent(self.options.applyset, namespace, self.options.applyset_source, self.options.prune)
+        )
         self._inventory = inventory = Inventory(
             self.api, self.options.applyset, namespace,
             field_manager=self.options.field_manager, version=self.options.version, call=self._call,
@@ -198,9 +256,12 @@ class Runner:
             monotonic=self.clock.monotonic, lease=self.options.lock_lease, renew=self.options.lock_lease / 4,
         )  # fmt: skip
         if self.options.dry_run:
-            return inventory.read()
+            parent = inventory.read()
+            self._recorded = (set(parent.group_kinds), set(parent.namespaces))
+            return parent
 
         def widen(parent: Parent) -> None:
+            self._recorded = (set(parent.group_kinds), set(parent.namespaces))
             # Superset first (the KEP's rule): if this run dies half-way, the next prune still finds
             # every kind and namespace that may hold members.
             parent.group_kinds |= {it.key.group_kind for it in plan.items}
@@ -209,6 +270,50 @@ class Runner:
         self._during = "waiting for the inventory lock"
         # Members are applied only once the parent lists their kinds and this run holds the lock.
         return inventory.acquire(self.options.lock_wait, widen)
+
+    def _check_adoption(self, plan: Plan, parent: Parent) -> None:
+        """Reads the members the inventory had before this run (what applies are compared with), and
+        refuses to adopt another app's inventory: with prune on, members this render never had would be
+        deleted, so an inventory whose members include none of this render's is not taken over unless
+        ``--adopt`` says so. Namespaces and CRDs do not count: two apps often render the same one."""
+        self._during = "reading the inventory's members"
+        kinds, namespaces = self._recorded
+        members = self._members(parent, kinds, namespaces | {parent.namespace})
+        self._before = {key_of(obj): obj for obj in members}
+        if not self.options.prune or self.options.adopt or not members:
+            return
+        planned = {it.key for it in plan.items}
+        if any(k in planned for k in self._before if (k.group, k.kind) not in SHARED_KINDS):
+            return
+        foreign = sorted(k for k in self._before if k not in planned)
+        if not foreign:
+            return
+        shown = ", ".join(str(k) for k in foreign[:5]) + (
+            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        )
+        raise InventoryError(
+            f"the inventory {parent.namespace}/{parent.name} ({self.options.applyset_source}) holds "
+            f"{len(foreign)} object(s) this render does not have ({shown}) and none of the objects it "
+            "applies, so it looks like another app's: pruning would delete them. Give this app its own "
+            "inventory (--applyset NAME, or app: in set-steps' config), or, if this render replaces "
+            "that app, pass --adopt to take the inventory over and prune them; nothing was applied"
+        )
+
+    def _members(self, parent: Parent, kinds: set[str], namespaces: set[str]) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        if not parent.exists:
+            return found
+        for group_kind in sorted(kinds):
+            kind, _, group = group_kind.partition(".")
+            try:
+                res = self.api.resource_for_group_kind(group, kind)
+            except NoSuchKind:
+                continue
+            for namespace in sorted(namespaces) if res.namespaced else [""]:
+                self._check_stop()
+                key = Key(group, kind, namespace, "")
+                found.extend(self._call(key, self.api.list, res, namespace, f"{PART_OF}={parent.id}"))
+        return found
 
     def _inventory_of(self) -> Inventory:
         assert self._inventory is not None, "the parent is opened before anything is written"
@@ -227,6 +332,8 @@ class Runner:
     def _run_step(self, step: Step, parent: Parent, result: Result) -> None:
         started = self.clock.monotonic()
         deadline = started + step.timeout
+        if self._deadline is not None:
+            deadline = min(deadline, self._deadline)
         self.emit(StepStart(step.index, step.name, len(step.items), step.timeout, step.wait))
         try:
             self._during = f"step {step.name}"
@@ -235,13 +342,12 @@ class Runner:
             for item in step.items:
                 self._check_stop()
                 tracked.append(self._apply(step, item, parent, deadline))
-                result.applied.append(str(item.key))
             if self.options.dry_run or not step.wait:
                 self.emit(StepDone(step.index, step.name, "applied", self.clock.monotonic() - started))
                 return
             self._flush_parent()
             self._wait(step, tracked, started, deadline)
-        except StepTimeout:
+        except (StepTimeout, RunTimeout):
             self.emit(StepDone(step.index, step.name, "timeout", self.clock.monotonic() - started))
             raise
         except Interrupted:
@@ -259,14 +365,21 @@ class Runner:
         if _is_job(item.key):
             return self._apply_job(step, item, res, obj, parent=parent, deadline=deadline)
         live, created = self._ssa(item.key, res, obj)
-        self._report_apply(step, item.key, "created" if created else "configured")
+        if created:
+            action: ApplyAction = "created"
+        elif _same(self._before.get(item.key), live):
+            action = "unchanged"  # the server changed nothing: not a byte, not the resourceVersion
+        else:
+            action = "configured"
+        self._report_apply(step, item.key, action)
         return Tracked(item.key, res, live)
 
     def _report_apply(self, step: Step, key: Key, action: ApplyAction, detail: str = "") -> None:
-        if self.options.dry_run:
-            detail = f"{action}{': ' + detail if detail else ''}"
-            action = "dry-run"
-        self.emit(Apply(step.index, str(key), action, detail))
+        if action in CHANGED:
+            self._result.applied.append(str(key))
+        elif action in UNCHANGED:
+            self._result.unchanged.append(str(key))
+        self.emit(Apply(step.index, step.name, str(key), action, detail, self.options.dry_run))
 
     def _ssa(
         self, key: Key, res: Resource, obj: dict[str, Any], dry_run: bool = False
@@ -320,7 +433,15 @@ class Runner:
                 )
                 continue
             self._delete_and_wait(step, item.key, res, live, deadline)
-            self.emit(Apply(step.index, str(item.key), "deleted", "failed; re-created (recreate-on-failure)"))
+            self.emit(
+                Apply(
+                    step.index,
+                    step.name,
+                    str(item.key),
+                    "deleted",
+                    "failed; re-created (recreate-on-failure)",
+                )
+            )
 
     def _apply_job(
         self, step: Step, item: Item, res: Resource, obj: dict[str, Any], *, parent: Parent, deadline: float
@@ -350,12 +471,7 @@ class Runner:
             self._report_apply(step, key, "configured", "adopted")
             return Tracked(key, res, applied)
         if not jobs.enabled(item.annotations, jobs.FORCE):
-            raise JobSpecChanged(
-                str(key),
-                "the rendered spec differs from the live Job's, and a Job's spec cannot be changed; "
-                "run hash-job-names so every change gets a new Job name, or annotate the Job with "
-                f"{jobs.FORCE[0]}: enabled to delete and re-create it",
-            )
+            raise JobSpecChanged(str(key), _spec_changed(item))
         if self.options.dry_run:
             self._report_apply(
                 step, key, "recreated", "spec changed; would be deleted and re-created (force)"
@@ -434,7 +550,7 @@ class Runner:
                     watcher.follow(Watched(t.key, t.res, version))
             pending = [k for k, h in states.items() if not h.done]
             if pending and not quiet:
-                self.emit(Wait(step.index, [str(k) for k in pending], step.timeout))
+                self.emit(Wait(step.index, step.name, [str(k) for k in pending], step.timeout))
             while any(not h.done for h in states.values()):
                 waiting = [(str(k), h.message) for k, h in states.items() if not h.done]
                 update = self._next(watcher, deadline, step, waiting)
@@ -458,7 +574,7 @@ class Runner:
     def _next(
         self, watcher: Watcher, deadline: float, step: Step, waiting: list[tuple[str, str]]
     ) -> tuple[Key, dict[str, Any] | RunnerError | None] | None:
-        self._check_stop()
+        self._check_stop(waiting)
         remaining = deadline - self.clock.monotonic()
         if remaining <= 0:
             raise StepTimeout(step.name, step.timeout_text, waiting)
@@ -470,7 +586,14 @@ class Runner:
     def _status(self, step: Step, key: Key, state: Health, started: float, quiet: bool) -> None:
         if not quiet:
             self.emit(
-                Status(step.index, str(key), state.state, state.message, self.clock.monotonic() - started)
+                Status(
+                    step.index,
+                    step.name,
+                    str(key),
+                    state.state,
+                    state.message,
+                    self.clock.monotonic() - started,
+                )
             )
 
     def _fail_if_failed(self, step: Step, t: Tracked, live: dict[str, Any] | None, state: Health) -> None:
@@ -535,8 +658,18 @@ class Runner:
                 self.emit(Prune(str(key), "kept", f"{jobs.PRUNE}: disabled"))
                 remaining.append(key)
                 continue
+            guard = GUARDED.get((key.group, key.kind))
+            if guard is not None and not getattr(self.options, guard[0]):
+                self.emit(
+                    Prune(
+                        str(key), "kept", f"no longer rendered, but {guard[2]}: pass {guard[1]} to prune it"
+                    )
+                )
+                remaining.append(key)
+                continue
             if self.options.dry_run:
-                self.emit(Prune(str(key), "dry-run", "would be deleted"))
+                self.emit(Prune(str(key), "deleted", dry_run=True))
+                result.pruned.append(str(key))
                 continue
             self._check_stop()
             uid = str(meta.get("uid", ""))
@@ -553,9 +686,11 @@ class Runner:
 
     # --- helpers -----------------------------------------------------------------------------------------
 
-    def _check_stop(self) -> None:
+    def _check_stop(self, waiting: list[tuple[str, str]] | None = None) -> None:
         if self._signal is not None:
             raise Interrupted(self._signal, self._during)
+        if self._deadline is not None and self.clock.monotonic() >= self._deadline:
+            raise RunTimeout(self.options.timeout, self._during, waiting or [])
         if self._inventory is not None:
             self._inventory.check()
 
@@ -599,3 +734,43 @@ def _as_object_error(key: Key, err: ApiStatusError) -> ObjectError:
     if err.code == 404:
         return ObjectError(str(key), f"not found: {cause}", err.code)
     return ObjectError(str(key), f"{cause}", err.code)
+
+
+def _same(before: dict[str, Any] | None, after: dict[str, Any]) -> bool:
+    """Whether an apply left the object as it was: equal apart from managedFields (a no-op apply keeps
+    even the resourceVersion; a server dry run of a change returns the old resourceVersion with the new
+    content, so the content is compared, not the version)."""
+    if before is None:
+        return False
+    return _content(before) == _content(after)
+
+
+def _content(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+    return {**{k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}, "metadata": meta}
+
+
+def _spec_changed(item: Item) -> str:
+    """Why a Job's rendered spec differs from the live Job of the same name, and how to fix the layout."""
+    force = f"or annotate the Job {jobs.FORCE[0]}: enabled to delete and re-create it"
+    base = item.annotations.get(JOB_BASE_NAME)
+    spec = item.obj.get("spec")
+    if not isinstance(base, str) or not base or not isinstance(spec, dict):
+        return (
+            "the rendered spec differs from the live Job's, and a Job's spec cannot be changed; give every "
+            f"change a new name with hash-job-names, {force}"
+        )
+    carried, actual = name_hash(item.key.name, base), spec_hash(spec)
+    if carried is not None and carried != actual:
+        return (
+            f"the name's hash {carried} does not match the rendered spec, which hashes to {actual}: "
+            "something changed the Job after hash-job-names named it (an overlay's image, label or "
+            "patch), so the changed Job kept the name of the live one. Run hash-job-names after every "
+            f"transformer that changes the Job (in the overlay that sets the final image, after set-image), "
+            f"{force}"
+        )
+    return (
+        "the live Job under this hashed name runs another spec: it was applied from a render whose name "
+        "did not match its spec (a Job changed after hash-job-names, since fixed), or changed on the "
+        f"cluster; delete it, {force}"
+    )

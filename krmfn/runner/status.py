@@ -80,10 +80,10 @@ def _job(obj: dict[str, Any]) -> Health:
     if _is_true(conds.get("Suspended")) or (obj.get("spec") or {}).get("suspend") is True:
         return Health("in-progress", "suspended")
     status = _status(obj)
-    return Health(
-        "in-progress", f"running: {_int(status, 'active')} active, {_int(status, 'succeeded')} succeeded, "
-        f"{_int(status, 'failed')} failed"
-    )  # fmt: skip
+    # Only the counts there are: a Job the controller has not looked at yet has none, and "0 active,
+    # 0 succeeded, 0 failed" would read as if it had run and done nothing.
+    counts = [f"{_int(status, k)} {k}" for k in ("active", "succeeded", "failed") if _int(status, k)]
+    return Health("in-progress", "running: " + ", ".join(counts) if counts else "waiting for its first pod")
 
 
 def _deployment(obj: dict[str, Any]) -> Health:
