@@ -122,7 +122,7 @@ def test_runner_killed_twice_then_rerun_completes_and_no_job_runs_twice(
     assert [e["action"] for e in out.of("lock")] == ["taken-over"]
     assert out.actions() == {
         f"Job.batch {namespace}/db-migration": "unchanged",
-        f"Deployment.apps {namespace}/web": "configured",
+        f"Deployment.apps {namespace}/web": "unchanged",
         f"Job.batch {namespace}/warmup": "unchanged",
     }
     assert runs_of(kube_client, "db-migration", namespace) == (migration, 1, 1)

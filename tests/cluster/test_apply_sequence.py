@@ -68,7 +68,7 @@ def test_failing_migration_stops_the_sequence(apply: Apply, kube_client: Client,
     assert not exists(kube_client, Deployment, "web", namespace)
     assert not exists(kube_client, Job, "cache-warmup", namespace)
     assert out.result["ok"] is False
-    assert out.result["failedStep"] == "step0"
+    assert (out.result["failedStep"], out.result["failedStepName"]) == (0, "step0")
 
 
 def test_step_timeout_fails_the_step_and_names_what_was_pending(
@@ -109,7 +109,7 @@ def test_interrupted_run_stops_cleanly_and_a_rerun_finishes_without_rerunning_jo
     manifest = tmp_path / "staged.yaml"
     manifest.write_text(dump_all_fast(docs))
     argv = [str(Path(sys.executable).parent / "krmfn"), "apply", "-f", str(manifest), "-n", namespace,
-            "--kubeconfig", str(kubeconfig), "-o", "json"]  # fmt: skip
+            "--kubeconfig", str(kubeconfig), "-o", "json", "--applyset", "krmfn"]  # fmt: skip
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
     )
@@ -138,7 +138,7 @@ def test_sigterm_exits_143(kubeconfig: Path, namespace: str, tmp_path: Path) -> 
     manifest = tmp_path / "slow.yaml"
     manifest.write_text(dump_all_fast([job("slow", 0, slow="1h"), job("after", 1)]))
     argv = [str(Path(sys.executable).parent / "krmfn"), "apply", "-f", str(manifest), "-n", namespace,
-            "--kubeconfig", str(kubeconfig)]  # fmt: skip
+            "--kubeconfig", str(kubeconfig), "--applyset", "krmfn"]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:
