@@ -103,7 +103,7 @@ def summary_line(result: Result, dry_run: bool = False) -> str:
         )
     message = str(result.error)
     if isinstance(result.error, Interrupted):
-        return message + took
+        return message  # it ends "run again to continue": the time would read as part of that
     if result.failed_step and not message.startswith("step "):
         message = f"step {result.failed_step_index} {result.failed_step}: {message}"
     if result.failed_step is None and result.steps_done == 0:
