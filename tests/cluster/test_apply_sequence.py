@@ -38,7 +38,9 @@ def test_staged_deploy_runs_migration_then_rollout_then_warmup(
     assert out.step_results() == [("step0", "healthy"), ("step1", "healthy"), ("step2", "healthy")]
     # Each step's first apply comes only after the previous step was reported healthy.
     kinds = [
-        (e["type"], e.get("object", e.get("stepName"))) for e in out.events if e["type"] in ("apply", "step-done")
+        (e["type"], e.get("object", e.get("stepName")))
+        for e in out.events
+        if e["type"] in ("apply", "step-done")
     ]
     assert kinds == [
         ("apply", f"Job.batch {namespace}/db-migration"),
