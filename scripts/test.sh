@@ -24,7 +24,7 @@ if ! command -v docker-registry >/dev/null; then
 fi
 command -v kpt >/dev/null || { echo "error: kpt is required for the e2e tests (preinstalled on these machines)" >&2; exit 1; }
 
-echo "== ruff" && ruff check . && ruff format --check krmfn functions
+echo "== ruff" && ruff check . && ruff format --check krmfn
 echo "== mypy" && mypy
 echo "== import contracts" && lint-imports
 echo "== pytest" && pytest "$@"

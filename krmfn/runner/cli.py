@@ -221,7 +221,6 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
     except RunnerError as err:
         sys.stderr.write(f"krmfn apply: {err}\n")
         return EXIT_FAILED
-    from krmfn import __version__
     from krmfn.runner.engine import Options, Runner
 
     options = Options(
@@ -235,7 +234,6 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         prune_crds=args.prune_crds,
         namespace=namespace,
         prune=args.prune,
-        version=__version__,
         lock_wait=args.wait_for_lock,
         timeout=args.timeout,
     )

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, Protocol, TypeVar
 
+import krmfn
 from krmfn.errors import RunnerError
 from krmfn.jobhash import name_hash, spec_hash
 from krmfn.kobj import annotations_of
@@ -103,7 +104,8 @@ class Options:
     namespace: str = ""
     """Namespace of the ApplySet parent; the kubeconfig's namespace when empty."""
     prune: bool = True
-    version: str = "0.1.0"
+    version: str = field(default_factory=lambda: str(krmfn.__version__))
+    """krmfn's version, written into the inventory's tooling annotation."""
     lock_wait: float = 0.0
     """Seconds to wait for another run's inventory lock; 0: fail at once."""
     lock_lease: float = LEASE
