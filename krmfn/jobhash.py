@@ -8,13 +8,13 @@ reports a name whose hash no longer matches the spec (something changed the Job 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
+from krmfn.jobspec import digest, run_identity
+from krmfn.k8snames import JOB_NAME_MAX, trim_for_suffix
 from krmfn.yamlio import plain
 
-MAX_NAME = 63
+MAX_NAME = JOB_NAME_MAX
 HASH_LENGTH = 8
 MAX_BASE = MAX_NAME - HASH_LENGTH - 1
 # Labels the Job controller derives from the name and the uid; they would make the hash depend on itself.
@@ -25,8 +25,8 @@ _HEX = frozenset("0123456789abcdef")
 
 
 def truncate(base: str) -> str:
-    """The base cut to fit the suffix, without a trailing '-' (a label cannot end with one)."""
-    return base[:MAX_BASE].rstrip("-")
+    """The base cut to fit the suffix, without a trailing '-' or '.' (a name part cannot end with one)."""
+    return trim_for_suffix(base, MAX_BASE)
 
 
 def _drop_keys(parent: Any, key: str, keys: frozenset[str]) -> None:
@@ -51,12 +51,11 @@ def _without_name_labels(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def spec_hash(spec: Any) -> str:
-    """First 8 hex characters of sha256 over the spec as sorted-key JSON of built-in types."""
+    """First 8 hex characters of sha256 over the spec as sorted-key JSON of built-in types, without the
+    fields the API server lets change on a live Job (krmfn/jobspec.py): changing only those (a TTL, a
+    deadline, ``suspend``) keeps the name, and the runner applies them in place instead of a new run."""
     canonical = plain(spec) if isinstance(spec, dict) else {"spec": plain(spec)}
-    text = json.dumps(
-        _without_name_labels(canonical), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:HASH_LENGTH]
+    return digest(run_identity(_without_name_labels(canonical)), HASH_LENGTH)
 
 
 def name_hash(name: str, base: str) -> str | None:

@@ -54,6 +54,7 @@ RESOURCES = [
     Resource("", "v1", "Secret", "secrets", True),
     Resource("", "v1", "Namespace", "namespaces", False),
     Resource("batch", "v1", "Job", "jobs", True),
+    Resource("", "v1", "Pod", "pods", True),
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
     Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False),
 ]
@@ -89,6 +90,9 @@ class FakeApi:
         self.controllers: list[Controller] = []
         self.requests: list[tuple[str, str]] = []
         """(verb, object) of every request served, in order; ``object`` is ``str(Key)``."""
+        self.log_lines: dict[tuple[str, str, bool], str] = {}
+        """(pod, container, previous) -> the log a test gives that container."""
+        self.log_requests: list[tuple[str, str, bool]] = []
         self._objects: dict[Key, Obj] = {}
         self._revision = itertools.count(1)
         self._uids = (str(uuid.UUID(int=i)) for i in itertools.count(1))
@@ -203,8 +207,11 @@ class FakeApi:
     ) -> Iterator[WatchEvent]:
         raise AssertionError("FakeApi does not model watches: use objects that are healthy once applied")
 
-    def logs(self, name: str, namespace: str, container: str, tail: int) -> str | None:
-        return None
+    def logs(
+        self, name: str, namespace: str, container: str, tail: int, previous: bool = False
+    ) -> str | None:
+        self.log_requests.append((name, container, previous))
+        return self.log_lines.get((name, container, previous))
 
     # --- for tests: the store as another client sees it ----------------------------------------------------
 

@@ -19,6 +19,8 @@ from krmfn.errors import KrmfnError
 from krmfn.export import argocd, resourceset
 from krmfn.export.steps import group
 from krmfn.export.stream import read_sources
+from krmfn.jobspec import ttl_warning
+from krmfn.kobj import ref_of
 from krmfn.yamlio import dump_all_fast, dump_fast
 
 __all__ = ["main"]
@@ -111,6 +113,12 @@ def main(argv: list[str]) -> int:
         return stop.code if isinstance(stop.code, int) else 2
     try:
         steps = group(read_sources(args.filename))
+        engine = "the Flux Operator" if args.engine == "resourceset" else "Argo CD"
+        for step in steps.steps:
+            for obj in step.items:
+                warning = ttl_warning(obj, engine)
+                if warning:
+                    sys.stderr.write(f"krmfn export {args.engine}: warning: {ref_of(obj)}: {warning}\n")
         if args.engine == "resourceset":
             text = dump_fast(resourceset.build(steps, args.name, args.namespace, args.service_account))
         else:

@@ -88,4 +88,9 @@ class Api(Protocol):
         self, res: Resource, name: str, namespace: str, resource_version: str, stop: threading.Event
     ) -> Iterator[WatchEvent]: ...
 
-    def logs(self, name: str, namespace: str, container: str, tail: int) -> str | None: ...
+    def logs(
+        self, name: str, namespace: str, container: str, tail: int, previous: bool = False
+    ) -> str | None:
+        """The last ``tail`` lines of a container's log (``previous``: of its run before the last restart),
+        or None when the node does not serve them."""
+        ...

@@ -224,9 +224,13 @@ class HttpApi:
         except httpx2.TransportError as err:
             raise ClusterUnreachable(f"watch of {name} dropped: {_describe(err)}") from None
 
-    def logs(self, name: str, namespace: str, container: str, tail: int) -> str | None:
+    def logs(
+        self, name: str, namespace: str, container: str, tail: int, previous: bool = False
+    ) -> str | None:
         """The last lines of a container's log, or None when the node does not serve logs."""
         params = {"container": container, "tailLines": str(tail)}
+        if previous:
+            params["previous"] = "true"
         try:
             response = self._http.get(
                 f"/api/v1/namespaces/{namespace}/pods/{name}/log", params=params, timeout=2.0

@@ -15,6 +15,7 @@ from typing import Any
 from krmfn import steps
 from krmfn.duration import SECOND, format_duration
 from krmfn.kobj import is_list_kind, is_local_config
+from krmfn.runner.applyset import MAX_JOB_RECORDS
 from krmfn.runner.errors import SourceError
 from krmfn.yamlio import plain
 
@@ -158,6 +159,12 @@ def build_plan(
     )
     if plan.steps:
         plan.steps[-1].wait = grouped.wait if wait is None else wait
+    jobs = sum(item.key.group == "batch" and item.kind == "Job" for item in plan.items)
+    if jobs > MAX_JOB_RECORDS:
+        raise SourceError(
+            f"{jobs} Jobs: the inventory remembers at most {MAX_JOB_RECORDS} Jobs per ApplySet (so that "
+            "none deleted by its TTL runs twice); split the stream into several ApplySets (--applyset)"
+        )
     return plan
 
 

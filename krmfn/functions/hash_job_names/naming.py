@@ -1,13 +1,12 @@
-"""Hash-suffixed Job names: ``<base>-<hash8>``, at most 63 characters, a valid DNS-1123 label."""
+"""Hash-suffixed Job names: ``<base>-<hash8>``, at most 63 characters, a name the API server accepts for
+a Job (krmfn/k8snames.py: a DNS-1123 subdomain, so ``db.migration`` is a valid base, as for the API)."""
 
 from __future__ import annotations
 
-import re
-
 from krmfn.jobhash import HASH_LENGTH, MAX_BASE, MAX_NAME, NAME_DERIVED_LABELS, spec_hash, truncate
+from krmfn.k8snames import CRONJOB_NAME_MAX, is_subdomain, name_problems
 
 __all__ = [
-    "DNS_LABEL",
     "HASH_LENGTH",
     "MAX_BASE",
     "MAX_CRONJOB_NAME",
@@ -15,13 +14,20 @@ __all__ = [
     "NAME_DERIVED_LABELS",
     "derived_from",
     "hashed_name",
+    "name_problems_of",
     "spec_hash",
     "truncate",
 ]
 
-# The Job controller appends "-" and a 10-digit schedule time to a CronJob's name to name each Job.
-MAX_CRONJOB_NAME = MAX_NAME - 11
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+MAX_CRONJOB_NAME = CRONJOB_NAME_MAX
+
+
+def name_problems_of(base: str, name: str, indexed_completions: int | None = None) -> list[str]:
+    """Why ``base`` cannot name the hashed Job ``name``: the base must be a DNS-1123 subdomain, and the
+    hashed name one the API server accepts for this Job (the shared rule in krmfn/k8snames.py)."""
+    if not is_subdomain(base) or not truncate(base):
+        return name_problems("Job", base) or ["nothing is left of it once cut to fit the hash suffix"]
+    return name_problems("Job", name, indexed_completions)
 
 
 def hashed_name(base: str, digest: str) -> str:
