@@ -31,7 +31,7 @@ EXIT_CODES = (
 EXAMPLES = (
     ("render a kpt package in-process and print the stream", "krmfn render examples/staged-deploy"),
     ("apply a kustomize overlay step by step, its inventory named shop",
-     "krmfn apply -k overlays/prod -n prod --applyset shop"),
+     "krmfn apply -k overlays/prod --enable-exec -n prod --applyset shop"),
 )  # fmt: skip
 
 

@@ -22,8 +22,8 @@ LABEL_MAX = 63
 JOB_NAME_MAX = 63
 CRONJOB_NAME_MAX = 52
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_SUBDOMAIN_RE = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
-_LABEL_RE = re.compile(rf"^{_LABEL}$")
+_SUBDOMAIN_RE = re.compile(rf"^{_LABEL}(\.{_LABEL})*\Z")  # \Z: "$" would accept a final newline
+_LABEL_RE = re.compile(rf"^{_LABEL}\Z")
 
 SUBDOMAIN_RULE = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "

@@ -191,12 +191,13 @@ class FakeApi:
                     found.append(copy.deepcopy(obj))
             return found
 
-    def delete(self, res: Resource, name: str, namespace: str, *, uid: str = "", propagation: str) -> bool:
+    def delete(self, res: Resource, name: str, namespace: str, *, uid: str, propagation: str) -> bool:
+        assert uid, "every delete carries a UID precondition"
         key = Key(res.group, res.kind, namespace if res.namespaced else "", name)
         self._serve("delete", key)
         with self._lock:
             live = self._objects.get(key)
-            if live is None or (uid and live["metadata"]["uid"] != uid):
+            if live is None or live["metadata"]["uid"] != uid:
                 return False  # HttpApi: 404, or 409 on the UID precondition
             del self._objects[key]
             next(self._revision)

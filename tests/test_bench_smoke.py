@@ -72,3 +72,11 @@ def test_runner_benchmarks_run_and_print_tables() -> None:
     for title in ("### Step gap", "### 3-step sequence", "ConfigMaps in one step"):
         assert title in stdout
     assert stdout.count("ratio krmfn / kubectl (medians):") == 2
+
+
+@pytest.mark.cluster
+def test_engines_benchmark_runs_and_prints_one_table() -> None:
+    stdout = quick("engines.py")
+    assert "### Staged deploy (3 steps), three engines, median of 1 run(s)" in stdout
+    rows = [line for line in stdout.splitlines() if line.startswith("| ") and "engine" not in line]
+    assert [row.split(" | ")[0] for row in rows] == ["| krmfn apply", "| Flux Operator", "| kpt live apply"]

@@ -16,7 +16,9 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from krmfn.names import dns_subdomain_problem, kind_problem, namespace_problem
 from krmfn.runner.errors import InventoryError
+from krmfn.runner.lock import LOCK
 
 ID_LABEL = "applyset.kubernetes.io/id"
 PART_OF = "applyset.kubernetes.io/part-of"
@@ -47,6 +49,12 @@ class JobRecord:
 
     def render(self) -> str:
         return f"{self.spec_hash}:{self.outcome}"
+
+
+APPLYSET_PREFIX = "applyset.kubernetes.io/"
+"""Every ApplySet label and annotation (KEP-3659) starts so; only the runner writes them."""
+INVENTORY = frozenset({JOB_RECORDS, LEGACY_COMPLETED_JOBS, LOCK})
+"""krmfn's own annotations of the parent."""
 
 
 def applyset_id(name: str, namespace: str, kind: str = "Secret", group: str = "") -> str:
@@ -96,6 +104,7 @@ class Parent:
         parent.exists = True
         parent.group_kinds = _split(str(annotations.get(GROUP_KINDS, "")))
         parent.namespaces = _split(str(annotations.get(NAMESPACES, "")))
+        parent._check_lists()
         for entry in _split(str(annotations.get(LEGACY_COMPLETED_JOBS, ""))):
             job, _, spec_hash = entry.partition("=")
             if job and spec_hash:
@@ -107,6 +116,23 @@ class Parent:
                 if job and spec_hash and outcome == known:
                     parent.jobs[job] = JobRecord(spec_hash, known)
         return parent
+
+    def _check_lists(self) -> None:
+        """The kinds and namespaces a prune lists and deletes in: from the cluster, so checked like the
+        plan's before they become request paths."""
+        for group_kind in sorted(self.group_kinds):
+            kind, _, group = group_kind.partition(".")
+            if kind_problem(kind) or (group and dns_subdomain_problem(group)):
+                raise InventoryError(self._tampered(GROUP_KINDS, group_kind))
+        for namespace in sorted(self.namespaces):
+            if namespace_problem(namespace):
+                raise InventoryError(self._tampered(NAMESPACES, namespace))
+
+    def _tampered(self, annotation: str, entry: str) -> str:
+        return (
+            f"ApplySet {self.namespace}/{self.name}: {annotation} lists {entry!r}, which is not a valid "
+            "entry; krmfn never writes that, so the parent was edited: fix or remove the annotation"
+        )
 
     def render(self) -> dict[str, Any]:
         annotations = {

@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 from krmfn.clihelp import epilog
 from krmfn.duration import SECOND, parse_duration
 from krmfn.errors import RunnerError
-from krmfn.runner.errors import Interrupted
+from krmfn.runner.errors import Interrupted, SourceError
+from krmfn.runner.events import Error
 from krmfn.runner.identity import Identity, identify
-from krmfn.runner.plan import Plan, build_plan
+from krmfn.runner.plan import Plan, build_plan, check_applyset
 from krmfn.runner.printers import format_plan, make_printer, plan_data
 from krmfn.runner.source import kustomize_build, read_files
+from krmfn.terminal import safe_line
 
 if TYPE_CHECKING:
     from krmfn.runner.api import Api
@@ -59,11 +61,11 @@ EXIT_CODES = {
 EXAMPLES = {
     "plan": (
         ("the steps of a rendered kpt package, in apply order", "krmfn plan -f rendered.yaml"),
-        ("the steps of a kustomize overlay, as JSON", "krmfn plan -k overlays/prod -o json"),
+        ("the steps of a kustomize overlay, as JSON", "krmfn plan -k overlays/prod --enable-exec -o json"),
     ),
     "apply": (
         ("render a kustomize overlay and apply it into prod, its inventory named shop",
-         "krmfn apply -k overlays/prod -n prod --applyset shop"),
+         "krmfn apply -k overlays/prod --enable-exec -n prod --applyset shop"),
         ("a CI run: the inventory name from set-steps' app:, the whole run bounded, JSON events",
          "kustomize build . | krmfn-render --fn-config render.yaml | krmfn apply -f - -n prod --timeout 15m "
          "-o json"),
@@ -88,7 +90,12 @@ def parser(command: str) -> argparse.ArgumentParser:
                      help="rendered manifests; repeatable; a directory gives its .yaml, .yml and .json files "
                      "(not recursively); - is stdin")  # fmt: skip
     src.add_argument("-k", "--kustomize", metavar="DIR",
-                     help="run kustomize build --enable-alpha-plugins --enable-exec DIR")  # fmt: skip
+                     help="run kustomize build DIR (plugins, exec functions: flags below)")  # fmt: skip
+    p.add_argument("--enable-alpha-plugins", action="store_true",
+                   help="-k: let kustomize run plugins and container functions (off by default)")  # fmt: skip
+    p.add_argument("--enable-exec", action="store_true",
+                   help="-k: let kustomize run exec functions, binaries the kustomizations name "
+                   "(off by default; implies --enable-alpha-plugins)")  # fmt: skip
     p.add_argument("-n", "--namespace",
                    help="namespace of namespaced objects without one, and of the inventory (default: the "
                    "kubeconfig context's)")  # fmt: skip
@@ -138,21 +145,34 @@ def parser(command: str) -> argparse.ArgumentParser:
 
 
 def _api_from_args(args: argparse.Namespace) -> Api:
-    from krmfn.runner.kube import HttpApi, load_config
+    from krmfn.runner.kube import connect
 
-    return HttpApi(load_config(args.kubeconfig, args.context), retry_budget=args.retry_timeout)
+    return connect(args.kubeconfig, args.context, retry_budget=args.retry_timeout)
+
+
+def _fail(command: str, err: RunnerError | str) -> None:
+    """The one line on stderr for an error that ends the command (escaped: it may quote the input)."""
+    sys.stderr.write(safe_line(f"krmfn {command}: {err}") + "\n")
 
 
 def main(argv: list[str], api_factory: ApiFactory = _api_from_args) -> int:
     command, rest = argv[0], argv[1:]
     if command not in ("plan", "apply"):
-        sys.stderr.write(f"krmfn: unknown runner command {command!r}\n")
+        sys.stderr.write(safe_line(f"krmfn: unknown runner command {command!r}") + "\n")
         return EXIT_USAGE
     args = parser(command).parse_args(rest)
     try:
-        docs = kustomize_build(args.kustomize) if args.kustomize else read_files(args.filename)
+        if args.kustomize:
+            docs = kustomize_build(
+                args.kustomize, alpha_plugins=args.enable_alpha_plugins or args.enable_exec,
+                enable_exec=args.enable_exec,
+            )  # fmt: skip
+        else:
+            if args.enable_alpha_plugins or args.enable_exec:
+                raise SourceError("--enable-alpha-plugins and --enable-exec apply to -k only")
+            docs = read_files(args.filename)
     except RunnerError as err:
-        sys.stderr.write(f"krmfn {command}: {err}\n")
+        _fail(command, err)
         return EXIT_USAGE
     if command == "plan" or args.dry_run == "client":
         return _plan(args, docs)
@@ -168,7 +188,7 @@ def _plan(args: argparse.Namespace, docs: list[Any]) -> int:
     try:
         plan = _make_plan(args, docs, namespace)
     except RunnerError as err:
-        sys.stderr.write(f"krmfn plan: {err}\n")
+        _fail("plan", err)
         return EXIT_USAGE
     if args.output == "json":
         import json
@@ -207,21 +227,37 @@ def _kubeconfig_namespace(args: argparse.Namespace) -> str:
 
 
 def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -> int:
+    from krmfn.runner.engine import Options, Result, Runner
+
     try:
-        _make_plan(args, docs, args.namespace or "default")  # input errors before any connection
+        # Input errors before the kubeconfig is read; the plan is made again with its namespace.
+        plan = _make_plan(args, docs, args.namespace or "default")
         identity = _identity(args, docs)
+        check_applyset(plan, identity.name, args.namespace)
     except RunnerError as err:
-        sys.stderr.write(f"krmfn apply: {err}\n")
+        _fail("apply", err)
         return EXIT_USAGE
     printer = make_printer(args.output, sys.stdout, dry_run=args.dry_run == "server")
     try:
-        api = api_factory(args)
-        namespace = args.namespace or api.default_namespace
-        plan = _make_plan(args, docs, namespace)
+        api = api_factory(args)  # reads the kubeconfig; connects only with the first request
     except RunnerError as err:
-        sys.stderr.write(f"krmfn apply: {err}\n")
+        _fail("apply", err)
+        if args.output == "json":  # the events -o json documents, for a run that never started
+            printer(Error(message=str(err)))
+            printer.summary(Result(ok=False, error=err))
+        printer.close()
         return EXIT_FAILED
-    from krmfn.runner.engine import Options, Runner
+    namespace = args.namespace or api.default_namespace
+    try:
+        plan = _make_plan(args, docs, namespace)
+        check_applyset(plan, identity.name, namespace)
+    except RunnerError as err:
+        _fail("apply", err)
+        printer.close()
+        close = getattr(api, "close", None)
+        if close is not None:
+            close()
+        return EXIT_USAGE
 
     options = Options(
         field_manager=args.field_manager,

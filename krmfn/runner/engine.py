@@ -20,10 +20,11 @@ import krmfn
 from krmfn.errors import RunnerError
 from krmfn.jobhash import name_hash, spec_hash
 from krmfn.k8snames import JOB_NAME_MAX, trim_for_suffix
-from krmfn.kobj import annotations_of
+from krmfn.kobj import annotations_of, labels_of
+from krmfn.names import name_problem
 from krmfn.runner import jobs
 from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
-from krmfn.runner.applyset import PART_OF, JobRecord, Outcome, Parent
+from krmfn.runner.applyset import ID_LABEL, PART_OF, JobRecord, Outcome, Parent
 from krmfn.runner.errors import (
     ApplyConflict,
     Forbidden,
@@ -587,7 +588,7 @@ class Runner:
     def _delete_and_wait(
         self, step: Step, key: Key, res: Resource, live: dict[str, Any], deadline: float
     ) -> None:
-        uid = str((live.get("metadata") or {}).get("uid", ""))
+        uid = _uid_of(key, live)
         self._call(key, self.api.delete, res, key.name, key.namespace, uid=uid, propagation="Foreground")
         self._wait_gone(step, key, res, live, deadline)
 
@@ -756,6 +757,7 @@ class Runner:
     def _prune(self, plan: Plan, parent: Parent, result: Result) -> list[Key]:
         """Deletes members no longer rendered; returns those that stay (opted out, or not deletable)."""
         current = {it.key for it in plan.items}
+        parent_key = Key("", "Secret", parent.namespace, parent.name)
         namespaces = sorted(parent.namespaces | {parent.namespace})
         found: list[tuple[dict[str, Any], Resource]] = []
         for group_kind in sorted(parent.group_kinds):
@@ -768,7 +770,21 @@ class Runner:
                 self._check_stop()
                 key = Key(group, kind, namespace, "")
                 listed = self._call(key, self.api.list, res, namespace, f"{PART_OF}={parent.id}")
-                found.extend((obj, res) for obj in listed if key_of(obj) not in current)
+                for obj in listed:
+                    found_key = key_of(obj)
+                    if found_key in current:
+                        continue
+                    if found_key == parent_key or ID_LABEL in labels_of(obj):
+                        # A parent (this one, given the member label by an older run, or another set's)
+                        # holds an inventory: deleting it would orphan every member for good.
+                        self.emit(Prune(str(found_key), "kept", "an ApplySet parent is never pruned"))
+                        continue
+                    if found_key.namespace != namespace or name_problem(group, kind, found_key.name):
+                        raise InventoryError(
+                            f"listing {key.group_kind} in {namespace or 'the cluster'} returned "
+                            f"{found_key}, which is not an object of that listing; nothing was pruned"
+                        )
+                    found.append((obj, res))
 
         def order(entry: tuple[dict[str, Any], Resource]) -> tuple[int, int, Key]:
             obj = entry[0]
@@ -778,7 +794,6 @@ class Runner:
         remaining: list[Key] = []
         for obj, res in sorted(found, key=order):
             key = key_of(obj)
-            meta = obj.get("metadata") or {}
             if str(annotations_of(obj).get(jobs.PRUNE, "")).lower() == "disabled":
                 self.emit(Prune(str(key), "kept", f"{jobs.PRUNE}: disabled"))
                 remaining.append(key)
@@ -797,7 +812,7 @@ class Runner:
                 result.pruned.append(str(key))
                 continue
             self._check_stop()
-            uid = str(meta.get("uid", ""))
+            uid = _uid_of(key, obj)
             deleted = self._call(
                 key, self.api.delete, res, key.name, key.namespace, uid=uid, propagation="Background"
             )
@@ -826,6 +841,18 @@ class Runner:
             raise _as_object_error(key, err) from None
         except NoSuchKind as err:
             raise UnknownKind(str(key), str(err)) from None
+
+
+def _uid_of(key: Key, live: dict[str, Any]) -> str:
+    """The UID a delete of ``key`` is conditioned on, from ``live`` only if ``live`` is that object: a
+    delete must never reach an object other than the one whose name and namespace were checked."""
+    meta = live.get("metadata") or {}
+    if (str(meta.get("name", "")), str(meta.get("namespace") or "")) != (key.name, key.namespace):
+        raise ObjectError(str(key), "the API server answered with another object; not deleting anything")
+    uid = str(meta.get("uid") or "")
+    if not uid:
+        raise ObjectError(str(key), "the live object has no uid; not deleting it without one")
+    return uid
 
 
 def _is_job(key: Key) -> bool:

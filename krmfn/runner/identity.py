@@ -15,7 +15,6 @@ name ``krmfn``: nothing is deleted, so sharing it is harmless, and the start lin
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,12 +22,12 @@ from typing import Any
 
 from krmfn.errors import InputError
 from krmfn.kobj import annotations_of, is_list_kind
+from krmfn.names import name_problem
 from krmfn.runner.errors import SourceError
 from krmfn.yamlio import load_all_fast
 
 APP = "krmfn.dev/app"
 FALLBACK = "krmfn"
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 MISSING = (
     "pruning needs to know which app this is, so that it never deletes another app's objects: pass "
     "--applyset NAME, set app: NAME in set-steps' config (it writes krmfn.dev/app), or apply a kpt "
@@ -49,7 +48,7 @@ def identify(docs: Iterable[Any], applyset: str | None, directories: Iterable[st
     pruning is on, or when the stream names two apps."""
     objects = list(_objects(docs))
     if applyset is not None:
-        return Identity(_checked(applyset, "--applyset"), "--applyset")
+        return Identity(applyset, "--applyset")  # checked with the plan (plan.check_applyset)
     apps = sorted({str(annotations_of(obj)[APP]) for obj in objects if APP in annotations_of(obj)})
     if len(apps) > 1:
         raise SourceError(
@@ -67,12 +66,9 @@ def identify(docs: Iterable[Any], applyset: str | None, directories: Iterable[st
 
 
 def _checked(name: str, source: str) -> str:
-    if len(name) > 253 or not _SUBDOMAIN.match(name):
-        raise SourceError(
-            f"{source}: {name!r} cannot name the inventory Secret: not a DNS-1123 subdomain (lowercase "
-            "letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 "
-            "characters)"
-        )
+    problem = name_problem("", "Secret", name)
+    if problem is not None:
+        raise SourceError(f"{source} {name!r} cannot name the inventory Secret: {problem}")
     return name
 
 
