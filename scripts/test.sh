@@ -25,6 +25,10 @@ if ! command -v docker-registry >/dev/null; then
     echo "error: set-image's registry tests need docker-registry: sudo apt-get install docker-registry" >&2; exit 1
   fi
 fi
+# The function images for tests/test_container.py, built and run under podman: scripts/install-podman.sh
+# installs the engine as root (podman, runc, podman-docker, mmdebstrap), like the registry above; the
+# images are cached by content, so an unchanged checkout spends seconds here.
+bash scripts/build-image.sh >/dev/null
 command -v kpt >/dev/null || { echo "error: kpt is required for the e2e tests (preinstalled on these machines)" >&2; exit 1; }
 
 echo "== ruff" && ruff check . && ruff format --check krmfn
