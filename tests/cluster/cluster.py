@@ -336,8 +336,15 @@ class Cluster:
         crash would. ``down_for``: seconds it stays stopped before the restart (a new server may take
         writes before /readyz answers, so the returned figure alone does not bound the outage). etcd
         keeps the state; the controllers and kwok reconnect by themselves."""
+        return self.restart("kube-apiserver", grace=grace, timeout=timeout, down_for=down_for)
+
+    def restart(self, name: str, grace: float = 0.0, timeout: float = 60, down_for: float = 0.0) -> float:
+        """Restarts one component (``etcd``, ``kube-apiserver``, ``kube-controller-manager``, ...) with
+        the same flags, as restart_apiserver does; returns once kube-apiserver's /readyz answers again
+        (it checks etcd too), with the seconds since the stop. A restarted controller-manager or
+        scheduler is not waited for: it resumes its work when it has re-listed."""
         started = time.monotonic()
-        proc = self.procs.pop("kube-apiserver")
+        proc = self.procs.pop(name)
         if grace > 0:
             proc.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -345,9 +352,9 @@ class Cluster:
         proc.kill()  # no-op once it has exited
         proc.wait()
         time.sleep(down_for)
-        binary, *args = self._argv["kube-apiserver"]
+        binary, *args = self._argv[name]
         self._start(Path(binary), *args)
-        wait_until("kube-apiserver /readyz after a restart", self._apiserver_ready, timeout)
+        wait_until(f"kube-apiserver /readyz after a restart of {name}", self._apiserver_ready, timeout)
         return time.monotonic() - started
 
     def start_flux_operator(self, timeout: float = 90) -> None:
