@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TextIO, TypeVar
 
 from krmfn import config as cfg
+from krmfn.clihelp import FUNCTION_EXIT_CODES, epilog
 from krmfn.errors import ConfigError, InputError, KrmfnError
 from krmfn.limits import Limits
 from krmfn.resourcelist import ResourceList, choose_mode, parse, serialize
@@ -112,6 +113,11 @@ class Function(Generic[C]):
             f"usage: krmfn-{self.name} [--yaml fast|fidelity|auto] < resource-list.yaml",
             f"       krmfn-{self.name} [--fn-config FILE] < manifests.yaml",
             "",
+            "  --yaml MODE        fast (libyaml), fidelity (ruamel round trip: comments and quotes kept) or",
+            "                     auto (the default: fidelity under kpt, fast otherwise)",
+            "  --fn-config FILE   the functionConfig (typed object or ConfigMap), replacing the input's",
+            "  -h, --help         print this help",
+            "",
             "Reads a ResourceList (KRM Functions Specification) on stdin and writes it to stdout.",
             "Reads a plain stream of KRM objects (`kustomize build`, manifest files) the same way and",
             "writes a stream back; on an error it writes nothing and reports on stderr, so a pipe into",
@@ -134,7 +140,15 @@ class Function(Generic[C]):
                 "",
                 *("  " + line for line in self.example.strip().splitlines()),
             ]
-        return "\n".join(lines) + "\n"
+        examples = (
+            ("a kustomize build (or any manifests) through the function, into kubectl",
+             f"kustomize build . | krmfn-{self.name} --fn-config fn-config.yaml "
+             "| kubectl apply --server-side -f -"),
+            ("a kpt package, edited in place",
+             f"kpt fn eval --exec krmfn-{self.name} --fn-config fn-config.yaml ."),
+        )  # fmt: skip
+        page = f"krmfn/functions/{self.name.replace('-', '_')}/README.md"
+        return "\n".join(lines) + "\n\n" + epilog(FUNCTION_EXIT_CODES, examples, page)
 
 
 @dataclass(frozen=True)

@@ -281,9 +281,17 @@ class Inventory:
     def _put(self, wanted: dict[str, Any]) -> dict[str, Any]:
         obj = self._with_lease(wanted)
         if self._live is None:
-            created: dict[str, Any] = self._call(
-                self.key, self._api.create, self._res, obj, field_manager=self._field_manager
-            )
+            try:
+                created: dict[str, Any] = self._call(
+                    self.key, self._api.create, self._res, obj, field_manager=self._field_manager
+                )
+            except ObjectError as err:
+                if err.code == 404:  # a create answers 404 only when the namespace does not exist
+                    raise InventoryError(
+                        f"the inventory Secret {self.name} lives in namespace {self.namespace}, which does "
+                        "not exist: create it first, or pass -n"
+                    ) from None
+                raise
             return created
         replaced: dict[str, Any] = self._call(
             self.key, self._api.replace, self._res, merged(self._live, obj), field_manager=self._field_manager

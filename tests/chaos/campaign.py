@@ -262,6 +262,8 @@ class Campaign:
             "json",
             "--kubeconfig",
             str(kubeconfig or self.proxy_kubeconfig),
+            "--applyset",  # the inventory the invariants read
+            "krmfn",
             *flags,
         ]
         with out.open("wb") as o, err.open("wb") as e:

@@ -9,16 +9,9 @@ from krmfn import ResourceList, select
 from krmfn.errors import ConfigError
 from krmfn.functions.set_config_checksum.digest import checksum
 from krmfn.functions.set_config_checksum.keyed import keyed, load_key
-from krmfn.functions.set_config_checksum.podtemplates import PodTemplate, TemplatePath, pod_templates
-from krmfn.functions.set_config_checksum.references import (
-    KINDS,
-    AnnotationError,
-    ConfigRef,
-    annotation_refs,
-    merge,
-    spec_refs,
-)
+from krmfn.functions.set_config_checksum.references import KINDS, AnnotationError, annotation_refs, merge
 from krmfn.kobj import Obj, annotations_of, is_local_config, ref_of, remove_annotation, set_annotation
+from krmfn.podtemplates import ConfigRef, PodTemplate, TemplatePath, pod_templates, spec_refs
 
 if TYPE_CHECKING:
     from krmfn.functions.set_config_checksum import SetConfigChecksumConfig
