@@ -31,7 +31,7 @@ from lightkube import ApiError, Client, KubeConfig, codecs
 from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
-from lightkube.resources.core_v1 import Namespace, Node, ServiceAccount
+from lightkube.resources.core_v1 import Namespace, Node, Pod, ServiceAccount
 
 HERE = Path(__file__).resolve().parent
 BUILD_SH = HERE / "build.sh"
@@ -355,7 +355,29 @@ class Cluster:
         binary, *args = self._argv[name]
         self._start(Path(binary), *args)
         wait_until(f"kube-apiserver /readyz after a restart of {name}", self._apiserver_ready, timeout)
+        if name in ("etcd", "kube-apiserver"):
+            self._resync_pods()
         return time.monotonic() - started
+
+    def _resync_pods(self) -> None:
+        """kwok, our kubelet, drops a pod's stage when the API server answers its status patch with an
+        error it does not retry (a 500 "rpc error: Unavailable" while etcd restarts, a reset connection
+        while the API server dies): the pod then stays Running for ever. A real kubelet's sync loop
+        writes the status again; here every pod that is not terminal is touched, which makes kwok play
+        its stage again, as that sync loop would."""
+        client = self.client()
+        stamp = str(time.time_ns())
+        for pod in client.list(Pod, namespace="*"):
+            phase = pod.status.phase if pod.status else None
+            if phase in ("Succeeded", "Failed") or not pod.metadata or pod.metadata.deletionTimestamp:
+                continue
+            with contextlib.suppress(ApiError):  # gone meanwhile
+                client.patch(
+                    Pod,
+                    str(pod.metadata.name),
+                    {"metadata": {"annotations": {"test.krmfn.dev/kubelet-resync": stamp}}},
+                    namespace=pod.metadata.namespace,
+                )
 
     def start_flux_operator(self, timeout: float = 90) -> None:
         """Builds the Flux Operator if needed, installs its CRDs (server-side apply) and starts it against
