@@ -10,6 +10,7 @@ from typing import Any
 from krmfn.yamlio import plain
 
 MAX_NAME = 63
+_HEX = frozenset("0123456789abcdef")
 HASH_LENGTH = 8
 MAX_BASE = MAX_NAME - HASH_LENGTH - 1
 # The Job controller appends "-" and a 10-digit schedule time to a CronJob's name to name each Job.
@@ -66,4 +67,25 @@ def derived_from(name: str, base: str) -> bool:
         return True
     prefix = truncate(base) + "-"
     suffix = name[len(prefix) :]
-    return name.startswith(prefix) and len(suffix) == HASH_LENGTH and set(suffix) <= set("0123456789abcdef")
+    return name.startswith(prefix) and len(suffix) == HASH_LENGTH and set(suffix) <= _HEX
+
+
+def unhashed(name: str, recorded: str) -> str | None:
+    """``name`` without the hash hash-job-names gave it, or None when it does not carry one.
+
+    ``recorded`` is the base the hash was computed for (``krmfn.dev/job-base-name``). Whatever was added
+    around the hashed name since (a kustomize overlay's ``namePrefix: prod-`` and ``nameSuffix: -eu``
+    turn ``migrate-0123abcd`` into ``prod-migrate-0123abcd-eu``) stays: the result is
+    ``prod-migrate-eu``, the name the hash is computed for next, so a Job hashed in a base and again in
+    an overlay gets the name it would get if it were hashed once, in the overlay or in a pipe.
+    """
+    if name == recorded:
+        return name
+    hashed = truncate(recorded) + "-"
+    start = name.rfind(hashed)
+    while start >= 0:
+        digest = name[start + len(hashed) : start + len(hashed) + HASH_LENGTH]
+        if len(digest) == HASH_LENGTH and set(digest) <= _HEX:
+            return name[:start] + recorded + name[start + len(hashed) + HASH_LENGTH :]
+        start = name.rfind(hashed, 0, start)
+    return None
