@@ -227,6 +227,35 @@ def _load_fidelity(text: str) -> Any:
         raise DuplicateKeyError(_describe_yaml_error(err)) from None
 
 
+def load_all_fidelity(text: str, limits: Limits) -> list[Any]:
+    """Every document of a file on the fidelity path (``krmfn render`` reading a kpt package), each
+    checked as ``load`` checks one."""
+    from ruamel.yaml.constructor import DuplicateKeyError as RuamelDuplicateKeyError
+
+    from krmfn import yamlrt
+
+    check_size(text, limits)
+    try:
+        _check_flow_depth(text, limits)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            docs = yamlrt.load_all(text)
+    except (DuplicateKeyError, LimitExceededError):
+        raise
+    except RuamelDuplicateKeyError as err:
+        raise DuplicateKeyError(_describe_yaml_error(err)) from None
+    except RecursionError:
+        raise LimitExceededError(
+            f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)"
+        ) from None
+    except Exception as err:
+        raise YAMLSyntaxError(_not_utf8(text) or _describe_yaml_error(err)) from None
+    aliases = _aliases_possible(text)
+    for doc in docs:
+        check_expanded(doc, limits, aliases)
+    return docs
+
+
 def _describe_yaml_error(err: Exception) -> str:
     problem = getattr(err, "problem", None)
     mark = getattr(err, "problem_mark", None)

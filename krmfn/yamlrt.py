@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import math
 import re
+from types import SimpleNamespace
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -101,6 +102,12 @@ _Representer.add_representer(ScalarFloat, _Representer.represent_exact_float)
 
 
 class _Emitter(Emitter):
+    def write_comment(self, comment: Any, pre: bool = False) -> None:
+        # go-yaml (kpt) writes a comment that ends a line one space after the value, wherever it was.
+        if not pre and self.column and str(comment.value).startswith("#"):
+            comment = SimpleNamespace(value=comment.value, start_mark=SimpleNamespace(column=self.column + 1))
+        super().write_comment(comment, pre)
+
     def choose_scalar_style(self) -> Any:
         style = super().choose_scalar_style()
         if style == "" and self.flow_level and _FLOW_UNSAFE.search(self.event.value):
@@ -121,6 +128,8 @@ def instance() -> YAML:
         rt.Emitter = _Emitter
         rt.preserve_quotes = True
         rt.width = 1 << 30  # never fold long strings: folding is churn in a kpt diff
+        # `[{containerPort: 80}]` stays as written (ruamel would drop the braces of a one-key mapping).
+        rt.brace_single_entry_mapping_in_flow_sequence = True
         rt.indent(mapping=2, sequence=2, offset=0)
         rt.allow_duplicate_keys = False
         _INSTANCE = rt
@@ -169,3 +178,22 @@ def _unmark_item_heads(text: str) -> str:
         pending = []
         out.append(line)
     return "\n".join(out)
+
+
+def load_all(text: str) -> list[Any]:
+    """Every document of a multi-document file (a kpt package's), read as ``load`` reads one."""
+    return list(instance().load_all(text))
+
+
+def dump_document(doc: Any, indent: str = "compact") -> str:
+    """One document of a package file; ``wide`` indents sequences under their key, as kpt's
+    ``seqindent`` annotation records for the file (``compact``: the dash at the key's column)."""
+    rt = instance()
+    out = io.StringIO()
+    if indent == "wide":
+        rt.indent(mapping=2, sequence=4, offset=2)
+    try:
+        rt.dump(doc, out)
+    finally:
+        rt.indent(mapping=2, sequence=2, offset=0)
+    return out.getvalue()
