@@ -100,8 +100,9 @@ def set_scalar(mapping: dict[str, Any], key: str, value: Any) -> bool:
         return False
     if key in mapping and old is value:
         return False
-    if isinstance(value, str) and isinstance(old, str) and type(old) is not str:
-        value = type(old)(value)  # ruamel's quoted-string subclasses remember ' or "
+    if isinstance(value, str) and isinstance(old, str) and getattr(type(old), "style", "") != "":
+        value = type(old)(value)  # ruamel's quoted-string subclasses remember ' or " (not plain: new text
+        # is quoted when a reader would take it for another type)
     mapping[key] = value
     return True
 

@@ -46,7 +46,7 @@ PREFIXES = _DOMAIN + "prefixes"
 SUFFIXES = _DOMAIN + "suffixes"
 NEEDS_HASH_SUFFIX = _DOMAIN + "needsHashSuffix"
 DEFAULT_NAMESPACE = "default"
-_CLUSTER = "~cluster"  # the effective namespace of cluster-scoped objects, as kustomize's ResId has it
+_CLUSTER = "_non_namespaceable_"  # the effective namespace of cluster-scoped objects, as kustomize's
 
 # Built-in kinds kustomize knows to be cluster-scoped (from the OpenAPI data it embeds). An object of
 # any other kind is namespaced for the purpose of matching references.
@@ -225,6 +225,24 @@ def previous_ids(obj: Obj) -> list[Id]:
     if not len(names) == len(kinds) == len(namespaces):  # kustomize itself refuses such an object
         return []
     return [Id(k, n, ns) for n, k, ns in zip(names, kinds, namespaces, strict=True)]
+
+
+KUSTOMIZE_ID = "kustomize.config.k8s.io/id"
+
+
+def record_rename(obj: Obj) -> None:
+    """Before a function renames ``obj`` inside a kustomize build, record its identity the way
+    kustomize's own renaming transformers do, so that what kustomize does later still finds it: an
+    overlay's patch targeting the old name, a reference written with it. Outside kustomize (no
+    ``kustomize.config.k8s.io/id`` on the object) nothing is written: the output would carry it."""
+    notes = annotations_of(obj)
+    if KUSTOMIZE_ID not in notes or not isinstance(obj.get("metadata"), dict):
+        return
+    ref = ref_of(obj)
+    current = (ref.name, ref.kind, effective_namespace(ref.kind, ref.namespace))
+    for key, value in zip((PREVIOUS_NAMES, PREVIOUS_KINDS, PREVIOUS_NAMESPACES), current, strict=True):
+        earlier = notes.get(key)
+        notes[key] = f"{earlier},{value}" if earlier is not None else value
 
 
 def needs_hash_suffix(obj: Obj) -> bool:

@@ -17,8 +17,10 @@ from ruamel.yaml.emitter import Emitter
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.scalarfloat import ScalarFloat
+from ruamel.yaml.scalarstring import PlainScalarString
 
 from krmfn.errors import DuplicateKeyError
+from krmfn.yamlfast import needs_quotes
 
 _INT_TAG = "tag:yaml.org,2002:int"
 _GO_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
@@ -60,6 +62,14 @@ class _Constructor(RoundTripConstructor):
         if key in setting:
             raise _duplicate(key, key_node)
 
+    def construct_yaml_str(self, node: Any) -> Any:
+        # A plain scalar that some reader (YAML 1.1, go-yaml v2) would take for another type stays
+        # plain, as kpt keeps it; text a function writes is a plain ``str`` and gets quoted.
+        value = super().construct_yaml_str(node)
+        if type(value) is str and node.style is None and value and needs_quotes(value):
+            return PlainScalarString(value)
+        return value
+
     def construct_yaml_int(self, node: Any) -> Any:
         if _GO_OCTAL.match(node.value) and len(node.value.lstrip("+-")) > 1:
             return GoOctalInt(node.value)
@@ -73,11 +83,17 @@ def _duplicate(key: Any, key_node: Any) -> DuplicateKeyError:
 
 
 _Constructor.add_constructor(_INT_TAG, _Constructor.construct_yaml_int)
+_Constructor.add_constructor("tag:yaml.org,2002:str", _Constructor.construct_yaml_str)
 
 
 class _Representer(RoundTripRepresenter):
     def represent_go_octal(self, data: GoOctalInt) -> Any:
         return self.represent_scalar(_INT_TAG, data.text)
+
+    def represent_quoted_if_ambiguous(self, data: str) -> Any:
+        if needs_quotes(data):
+            return self.represent_scalar("tag:yaml.org,2002:str", data, style="'")  # as ruamel quotes
+        return self.represent_str(data)
 
     def represent_exact_float(self, data: ScalarFloat) -> Any:
         # ruamel rebuilds a float's text from the width it was read with and truncates the mantissa, so
@@ -99,6 +115,7 @@ def _float_text(text: str) -> float | None:
 
 _Representer.add_representer(GoOctalInt, _Representer.represent_go_octal)
 _Representer.add_representer(ScalarFloat, _Representer.represent_exact_float)
+_Representer.add_representer(str, _Representer.represent_quoted_if_ambiguous)
 
 
 class _Emitter(Emitter):

@@ -24,6 +24,7 @@ if ! command -v docker-registry >/dev/null; then
 fi
 command -v kpt >/dev/null || { echo "error: kpt is required for the e2e tests (preinstalled on these machines)" >&2; exit 1; }
 
+bash tests/goyaml/build.sh >/dev/null  # the Go YAML readers of tests/test_yaml_types.py, into the cache
 echo "== ruff" && ruff check . && ruff format --check krmfn functions
 echo "== mypy" && mypy
 echo "== import contracts" && lint-imports

@@ -216,3 +216,20 @@ def test_hashing_in_base_and_overlay_replaces_the_hash(tmp_path: Path) -> None:
     clean["prod/kustomization.yaml"]["nameSuffix"] = "-eu"
     once = pipe(kustomize(write_tree(tmp_path / "once", clean) / "prod"))
     assert one(once, "Job")["metadata"]["name"] == name
+
+
+def test_selectors_match_a_name_an_overlay_renamed() -> None:
+    """Config written against a base keeps selecting the object inside an overlay's kustomization."""
+    from krmfn.selector import Selector
+
+    prefixed = job(
+        "prod-migrate",
+        "app",
+        **{
+            k.replace("ConfigMap", "Job"): v.replace("ConfigMap", "Job").replace("app", "migrate")
+            for k, v in PREFIXED.items()
+        },
+    )
+    assert Selector(name="migrate").matches(prefixed)
+    assert Selector(name="prod-migrate").matches(prefixed)
+    assert not Selector(name="other").matches(prefixed)

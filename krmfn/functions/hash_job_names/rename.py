@@ -23,7 +23,7 @@ from krmfn.kobj import (
     set_annotation,
     set_scalar,
 )
-from krmfn.kustomize_names import Names, final_name, name_fields
+from krmfn.kustomize_names import Names, final_name, name_fields, record_rename
 from krmfn.selector import JOB_BASE_NAME
 from krmfn.yamlio import plain
 
@@ -132,6 +132,7 @@ class Run:
         return False
 
     def rename(self, obj: Obj, name: str, base: str, new: str) -> None:
+        record_rename(obj)  # inside kustomize: an overlay's patch for `migrate` still finds it
         set_scalar(metadata(obj), "name", new)
         self.renames.add(ref_of(obj).namespace, name, base, new)
 
