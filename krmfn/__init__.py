@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from krmfn.selector import Selector, select
 
 __all__ = ["Function", "ResourceList", "Results", "Selector", "select"]
-__version__ = "0.1.0"
 _HOME = {
     "Function": "function", "ResourceList": "resourcelist", "Results": "results", "Selector": "selector",
     "select": "selector",
@@ -27,7 +26,19 @@ _HOME = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        return _version()
     module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module 'krmfn' has no attribute {name!r}")
     return getattr(importlib.import_module(f"krmfn.{module}"), name)
+
+
+def _version() -> str:
+    """The installed distribution's version: pyproject.toml is its one source (read lazily: start-up time)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("krmfn")
+    except PackageNotFoundError:  # a source tree on sys.path without an install
+        return "0+unknown"

@@ -222,7 +222,7 @@ def _load_fidelity(text: str) -> Any:
         # YAML 1.2 and libyaml allow.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return yamlrt.instance().load(text)
+            return yamlrt.load(text)
     except RuamelDuplicateKeyError as err:
         raise DuplicateKeyError(_describe_yaml_error(err)) from None
 

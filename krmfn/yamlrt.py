@@ -5,9 +5,11 @@ Imported only when the fidelity path is used: ruamel costs ~25 ms to import.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import re
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -153,6 +155,25 @@ def instance() -> YAML:
     return _INSTANCE
 
 
+@contextlib.contextmanager
+def _discarded_on_failure() -> Iterator[None]:
+    """Forget the shared instance when a load or dump is interrupted (an error, a signal): ruamel keeps
+    its emitter's state machine on the instance, and a half-written document made every later dump in
+    the process fail with "expected NodeEvent, but got DocumentStartEvent"."""
+    global _INSTANCE  # noqa: PLW0603
+    try:
+        yield
+    except BaseException:
+        _INSTANCE = None
+        raise
+
+
+def load(text: str) -> Any:
+    """One document or stream head through the shared instance (see ``_discarded_on_failure``)."""
+    with _discarded_on_failure():
+        return instance().load(text)
+
+
 def dump(doc: Any) -> str:
     """ruamel, plus one repair: a comment heading a ResourceList item stays after its ``- ``.
 
@@ -168,7 +189,8 @@ def dump(doc: Any) -> str:
         tok.value = _HEAD_MARK + tok.value
     out = io.StringIO()
     try:
-        instance().dump(doc, out)
+        with _discarded_on_failure():
+            instance().dump(doc, out)
     finally:
         for tok, value in zip(heads, originals, strict=True):
             tok.value = value
@@ -199,7 +221,8 @@ def _unmark_item_heads(text: str) -> str:
 
 def load_all(text: str) -> list[Any]:
     """Every document of a multi-document file (a kpt package's), read as ``load`` reads one."""
-    return list(instance().load_all(text))
+    with _discarded_on_failure():
+        return list(instance().load_all(text))
 
 
 def dump_document(doc: Any, indent: str = "compact") -> str:
@@ -210,7 +233,8 @@ def dump_document(doc: Any, indent: str = "compact") -> str:
     if indent == "wide":
         rt.indent(mapping=2, sequence=4, offset=2)
     try:
-        rt.dump(doc, out)
+        with _discarded_on_failure():
+            rt.dump(doc, out)
     finally:
         rt.indent(mapping=2, sequence=2, offset=0)
     return out.getvalue()

@@ -25,7 +25,7 @@ fi
 command -v kpt >/dev/null || { echo "error: kpt is required for the e2e tests (preinstalled on these machines)" >&2; exit 1; }
 
 bash tests/goyaml/build.sh >/dev/null  # the Go YAML readers of tests/test_yaml_types.py, into the cache
-echo "== ruff" && ruff check . && ruff format --check krmfn functions
+echo "== ruff" && ruff check . && ruff format --check krmfn
 echo "== mypy" && mypy
 echo "== import contracts" && lint-imports
 echo "== pytest" && pytest "$@"

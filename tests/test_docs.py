@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from e2e import ROOT
 
+import krmfn
 from krmfn.pipeline import COMBINED
 from krmfn.registry import CANONICAL_ORDER
 from krmfn.yamlio import load_all_fast
@@ -38,6 +39,8 @@ def test_metadata_has_the_catalog_keys(folder: Path) -> None:
     assert isinstance(metadata["emails"], list) and metadata["tags"] and metadata["description"]
     assert metadata["examplePackageURLs"] and isinstance(metadata["examplePackageURLs"], list)
     assert str(metadata["sourceURL"]).endswith(f"krmfn/functions/{folder.name}")
+    # pyproject.toml is the one source of the version; the image tag follows it
+    assert metadata["image"] == f"krmfn-{folder.name.replace('_', '-')}:{krmfn.__version__}"
 
 
 @pytest.mark.parametrize("folder", FUNCTION_DIRS, ids=[p.name for p in FUNCTION_DIRS])

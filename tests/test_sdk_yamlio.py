@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from krmfn.errors import DuplicateKeyError, LimitExceededError, YAMLSyntaxError
@@ -143,3 +145,26 @@ def test_comments_heading_resource_list_items_stay_after_the_dash() -> None:
     doc = load(text, "fidelity", Limits())
     assert dump(doc, "fidelity") == text
     assert dump(doc, "fidelity") == text, "dumping must not change the loaded document"
+
+
+def test_an_interrupted_round_trip_dump_does_not_break_later_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ruamel keeps its emitter's state on the shared instance: a dump stopped half-way (an error, a
+    signal such as a time bound) made every later dump in the process fail."""
+    from ruamel.yaml.emitter import Emitter
+
+    from krmfn import yamlrt
+
+    doc = yamlrt.load("a: 1\nb: [x, y]\nc: {d: e}\n")
+    expect_node, calls = Emitter.expect_node, [0]
+
+    def interrupt(self: Emitter, *args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 3:
+            raise KeyboardInterrupt
+        return expect_node(self, *args, **kwargs)
+
+    monkeypatch.setattr(Emitter, "expect_node", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        yamlrt.dump(doc)
+    monkeypatch.setattr(Emitter, "expect_node", expect_node)
+    assert yamlrt.dump(doc) == "a: 1\nb: [x, y]\nc: {d: e}\n"

@@ -37,8 +37,12 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _LITERAL_DELIM = "<<`<<`>>"
 
 
-def build(steps: Steps, name: str, namespace: str, service_account: str = "") -> Obj:
+def build(
+    steps: Steps, name: str, namespace: str, service_account: str = "", *, allow_secrets: bool = False
+) -> Obj:
     _check_names(name, namespace)
+    if not allow_secrets:
+        _refuse_secrets(steps)
     if len(steps.steps) > MAX_STEPS:
         raise InputError(
             f"{len(steps.steps)} steps is over the ResourceSet limit of {MAX_STEPS} steps; "
@@ -55,6 +59,20 @@ def build(steps: Steps, name: str, namespace: str, service_account: str = "") ->
         "metadata": {"name": name, "namespace": namespace},
         "spec": spec,
     }
+
+
+def _refuse_secrets(steps: Steps) -> None:
+    """A Secret embedded in a ResourceSet is plain text in an object that is not a Secret: readable by
+    whoever may read ResourceSets (RBAC for Secrets no longer applies), not encrypted at rest where the
+    API server encrypts Secrets only, and printed by tools that redact Secrets but not other kinds."""
+    for step in steps.steps:
+        for obj in step.items:
+            if obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1":
+                raise InputError(
+                    f"{describe(obj)}: a ResourceSet would hold this Secret's data in plain text, outside "
+                    "Secret RBAC and Secret encryption at rest; deliver Secrets another way (SOPS, "
+                    "External Secrets, a separate apply), or pass --allow-secrets to embed them anyway"
+                )
 
 
 def _check_names(name: str, namespace: str) -> None:

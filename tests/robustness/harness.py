@@ -29,18 +29,20 @@ class Hang(BaseException):
 
 @contextmanager
 def time_bound(seconds: float) -> Iterator[None]:
-    """Interrupt the block with Hang after ``seconds`` (SIGALRM; the main thread only)."""
+    """Interrupt the block with Hang after ``seconds`` of this process's CPU time (SIGPROF; the main thread
+    only). CPU time, not wall time: a busy machine must not turn a slow but finite call into a "hang",
+    while a runaway loop burns CPU and is still caught."""
 
     def expire(signum: int, frame: Any) -> None:
-        raise Hang(f"did not finish within {seconds} s")
+        raise Hang(f"did not finish within {seconds} s of CPU time")
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = signal.signal(signal.SIGPROF, expire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
 
 
 def output_problems(text: str, code: int, mode: Mode = "fast") -> list[str]:
