@@ -14,13 +14,14 @@ files left without objects are removed and new objects go to ``<kind>_<name>.yam
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from krmfn.errors import InputError, PipelineError
-from krmfn.kobj import Obj, annotations_of, is_kustomization, metadata
+from krmfn.kobj import Obj, annotations_of, is_kustomization, metadata, ref_of
 from krmfn.limits import Limits
 from krmfn.resourcelist import item_problem
 from krmfn.yamlio import Mode, check_size, dump_fast, load_all_fast, load_all_fidelity
@@ -89,6 +90,10 @@ def _walk(root: Path, directory: Path, ignore: _Ignore, ignored: bool = False) -
     """
     for entry in sorted(directory.iterdir(), key=lambda p: p.name.encode()):
         relative = entry.relative_to(root).as_posix()
+        if entry.is_symlink():
+            # kpt skips symlinks (files and directories) too: one could point at a Secret outside
+            # the package, which would then be printed, or rewritten in place.
+            continue
         if entry.is_dir():
             if entry.name == ".git":
                 continue
@@ -117,7 +122,7 @@ class _Ignore:
     @classmethod
     def of(cls, directory: Path) -> _Ignore:
         path = directory / ".krmignore"
-        lines = path.read_text().splitlines() if path.is_file() else []
+        lines = path.read_text().splitlines() if path.is_file() and not path.is_symlink() else []
         patterns = []
         for line in lines:
             text = line.strip()
@@ -147,7 +152,7 @@ class _Ignore:
 def _read_file(package_dir: Path, relative: str, mode: Mode, limits: Limits) -> list[Obj]:
     path = package_dir / relative
     text = path.read_text(encoding="utf-8")
-    check_size(text, limits)
+    check_size(text, limits, mode)
     chunks = _documents(text)
     try:
         docs = list(load_all_fast(text, limits)) if mode == "fast" else load_all_fidelity(text, limits)
@@ -272,10 +277,12 @@ def location(obj: Obj, default_package: Path) -> tuple[Path, str, int]:
 
 
 def write(root: Package, items: list[Obj], mode: Mode) -> list[Path]:
-    """Write ``items`` back into the package tree; returns the files written or removed."""
+    """Write ``items`` back into the package tree; returns the files written or removed. Every target
+    is checked before anything is written: inside the package root, through no symlink."""
     files: dict[tuple[Path, str], list[tuple[int, str, Obj]]] = {}
     for obj in items:
         package, relative, index = location(obj, root.directory)
+        _check_target(root.directory, package, relative, obj)
         indent = str(annotations_of(obj).get(SEQINDENT) or "compact")
         files.setdefault((package, relative), []).append((index, indent, obj))
     touched: list[Path] = []
@@ -293,6 +300,23 @@ def write(root: Package, items: list[Obj], mode: Mode) -> list[Path]:
                 (read_package.directory / relative).unlink(missing_ok=True)
                 touched.append(read_package.directory / relative)
     return touched
+
+
+def _check_target(root: Path, package: Path, relative: str, obj: Obj) -> None:
+    """The path and package-path annotations come from the objects, which functions may rewrite: a
+    target outside the root, or reached through a symlink (which kpt never reads), is refused."""
+    target = Path(os.path.normpath(package / relative))
+    inside = target.is_relative_to(root) and target != root
+    through_link = inside and any(
+        (root / Path(*target.relative_to(root).parts[:depth])).is_symlink()
+        for depth in range(1, len(target.relative_to(root).parts) + 1)
+    )
+    if not inside or through_link:
+        why = "through a symlink" if inside else "outside the package"
+        raise PipelineError(
+            f"{str(ref_of(obj)).strip()}: its file {relative!r} is {why} {root}; krmfn render writes "
+            "only inside the package, and never through symlinks"
+        )
 
 
 def _packages(root: Package) -> Iterator[Package]:

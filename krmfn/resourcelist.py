@@ -19,7 +19,7 @@ MODE_ENV = "KRMFN_YAML"
 _KPT_MARKERS = ("internal.config.kubernetes.io/seqindent",)
 # ruamel's round trip reads ~200 items/s and holds ~90 KB per item (BENCHMARKS.md): past ~1,600 items
 # a kpt render would take seconds per function and hundreds of MB, so large lists take the fast path.
-FIDELITY_MAX_BYTES = 1024 * 1024
+FIDELITY_MAX_BYTES = Limits().max_fidelity_bytes
 _FIDELITY_HINT = " (a plain stream of objects is read on the fast path only)"
 
 

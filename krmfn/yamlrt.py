@@ -9,18 +9,19 @@ import contextlib
 import io
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
 from ruamel.yaml import YAML
-from ruamel.yaml.constructor import RoundTripConstructor
+from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor
 from ruamel.yaml.emitter import Emitter
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.scalarfloat import ScalarFloat
 from ruamel.yaml.scalarstring import PlainScalarString
 
+from krmfn import yamlfast
 from krmfn.errors import DuplicateKeyError
 from krmfn.yamlfast import needs_quotes
 
@@ -72,10 +73,37 @@ class _Constructor(RoundTripConstructor):
             return PlainScalarString(value)
         return value
 
+    def construct_text(self, node: Any) -> Any:
+        return str(self.construct_scalar(node))
+
     def construct_yaml_int(self, node: Any) -> Any:
-        if _GO_OCTAL.match(node.value) and len(node.value.lstrip("+-")) > 1:
-            return GoOctalInt(node.value)
+        if isinstance(node.value, str):
+            try:
+                yamlfast.go_int(node.value)  # go-yaml's 64-bit range, checked before Python converts
+            except yamlfast.IntRangeError:
+                raise ConstructorError(None, None, yamlfast.INT_RANGE_PROBLEM, node.start_mark) from None
+            except ValueError:
+                pass  # ruamel's own forms; its errors are reworded by _tag_problems_without_values
+            if _GO_OCTAL.match(node.value) and len(node.value.lstrip("+-")) > 1:
+                return GoOctalInt(node.value)
         return super().construct_yaml_int(node)
+
+
+def _without_value(name: str, construct: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """``construct`` with every error reworded to the tag and the position: ruamel's own messages quote
+    the value (``invalid literal for int() with base 10: 'hunter2'``), which may be a Secret's."""
+
+    def checked(self: Any, node: Any) -> Any:
+        try:
+            return construct(self, node)
+        except ConstructorError as err:
+            if err.problem == yamlfast.INT_RANGE_PROBLEM:
+                raise
+            raise ConstructorError(None, None, yamlfast.invalid_tag_problem(name), node.start_mark) from None
+        except Exception:
+            raise ConstructorError(None, None, yamlfast.invalid_tag_problem(name), node.start_mark) from None
+
+    return checked
 
 
 def _duplicate(key: Any, key_node: Any) -> DuplicateKeyError:
@@ -86,6 +114,12 @@ def _duplicate(key: Any, key_node: Any) -> DuplicateKeyError:
 
 _Constructor.add_constructor(_INT_TAG, _Constructor.construct_yaml_int)
 _Constructor.add_constructor("tag:yaml.org,2002:str", _Constructor.construct_yaml_str)
+# Kubernetes has no timestamp type: an explicit !!timestamp keeps its text, whatever it is, as on the fast
+# path (ruamel built a datetime, which hashing and JSON cannot take, or an error quoting the value).
+_Constructor.add_constructor("tag:yaml.org,2002:timestamp", _Constructor.construct_text)
+for _name in ("int", "float", "bool", "null", "binary"):
+    _tag = "tag:yaml.org,2002:" + _name
+    _Constructor.add_constructor(_tag, _without_value(_name, _Constructor.yaml_constructors[_tag]))
 
 
 class _Representer(RoundTripRepresenter):

@@ -45,14 +45,21 @@ def time_bound(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGPROF, previous)
 
 
-def output_problems(text: str, code: int, mode: Mode = "fast") -> list[str]:
+def output_problems(
+    text: str, code: int, mode: Mode = "fast", source: str | bytes | None = None
+) -> list[str]:
     """Why an output breaks the contract: it must be a ResourceList of valid items, and the exit code must
-    agree with its results (1 exactly when there is an error result). Empty when it is fine.
+    agree with its results (1 exactly when there is an error result). Empty when it is fine. Given the
+    ``source`` it read, an input that never mentions a ResourceList is a plain stream: when it cannot be
+    read, nothing at all on stdout and exit code 1 is the contract.
 
     ``mode`` is the path that wrote the output: the fidelity path keeps custom tags (``!custom``) that
     kpt accepts and the fast reader refuses."""
     if code not in (0, 1):
         return [f"exit code {code}"]
+    if source is not None and text == "" and code == 1:
+        mentions = b"ResourceList" in source if isinstance(source, bytes) else "ResourceList" in source
+        return ["a ResourceList input got no ResourceList back"] if mentions else []
     try:
         root = load(text, mode, Limits())
         raw = root.get("results") if isinstance(root, dict) else None
