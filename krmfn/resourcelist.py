@@ -62,8 +62,8 @@ def formatting_warning(text: str, mode: Mode, requested: str | None = None) -> s
     return (
         f"the input is {len(text):,} bytes, over the {FIDELITY_MAX_BYTES // (1024 * 1024)} MiB the "
         "fidelity YAML path takes, so the fast path wrote it: the formatting of every file (comments, "
-        f"quoting, flow style) is rewritten, not only what changed (set {MODE_ENV}=fidelity to keep it; "
-        "slower)"
+        "quoting, flow style) is rewritten, not only what changed (to keep it, raise "
+        f"KRMFN_MAX_FIDELITY_BYTES and set {MODE_ENV}=fidelity: slower, and ~150 bytes of memory per byte)"
     )
 
 

@@ -141,9 +141,10 @@ def test_a_misspelt_resource_list_kind_is_an_error(kind: str | None) -> None:
     if kind is not None:
         doc["kind"] = kind
     for mode in ("fast", "fidelity"):
-        out, code = SET_IMAGE.process(dump_fast(doc), mode)
+        outcome = SET_IMAGE.outcome(dump_fast(doc), mode)
+        out, code = outcome.text, outcome.code
         assert code == 1, out
-        assert "expected kind ResourceList" in out
+        assert any("expected kind ResourceList" in r.message for r in outcome.results), outcome.results
         assert "Deployment" not in out  # nothing of the input was treated as objects
 
 
@@ -193,7 +194,8 @@ def test_a_large_kpt_list_warns_that_formatting_is_rewritten() -> None:
     warnings = [r for r in results(SET_CONFIG_CHECKSUM, large) if r["severity"] == "warning"]
     assert len(warnings) == 1 and "formatting" in warnings[0]["message"], warnings
     assert "KRMFN_YAML=fidelity" in warnings[0]["message"]
+    assert "KRMFN_MAX_FIDELITY_BYTES" in warnings[0]["message"]
     small = [r for r in results(SET_CONFIG_CHECKSUM, _kpt_list(10)) if r["severity"] == "warning"]
     assert small == []
-    out, code = SET_CONFIG_CHECKSUM.process(large, "fidelity")  # asked for: no warning, formatting kept
+    out, code = SET_CONFIG_CHECKSUM.process(large, "fast")  # asked for: the caller knows, no warning
     assert code == 0 and "formatting" not in out
