@@ -20,7 +20,7 @@ from typing import Any, Generic, TextIO, TypeVar
 from krmfn import config as cfg
 from krmfn.errors import ConfigError, InputError, KrmfnError
 from krmfn.limits import Limits
-from krmfn.resourcelist import ResourceList, choose_mode, formatting_warning, parse, serialize
+from krmfn.resourcelist import ResourceList, choose_mode, formatting_warning, parse, serialize, under_kpt
 from krmfn.results import Result
 from krmfn.yamlio import load_documents
 
@@ -168,8 +168,8 @@ class Outcome:
     code: int
     results: list[Result]
     on_stderr: bool = True
-    """Whether the results also go to stderr: not when the output is a ResourceList, which carries
-    them (kpt prints a function's results and its stderr: they would show twice)."""
+    """Whether the results also go to stderr: not under kpt, which prints the results the output
+    ResourceList carries as well as stderr (they would show twice); kustomize shows only stderr."""
 
 
 def _unreadable(message: str, tags: dict[str, str] | None = None, text: str = "") -> Outcome:
@@ -209,7 +209,10 @@ def process_text(text: str, body: Callable[[ResourceList], None], mode: str | No
         rl.results.error(_internal(err))
     try:
         code = 1 if rl.results.has_errors else 0
-        return Outcome(serialize(rl, chosen), code, rl.results, on_stderr=rl.stream)
+        # kpt prints the results a ResourceList carries (so stderr would show them twice); kustomize
+        # and a plain stream show only stderr.
+        on_stderr = rl.stream or not under_kpt(text)
+        return Outcome(serialize(rl, chosen), code, rl.results, on_stderr=on_stderr)
     except Exception as err:  # nor may a failure to write: no partial output, one error result
         return _unreadable(_internal(err), text="" if rl.stream else "ResourceList")
 

@@ -44,12 +44,13 @@ def choose_mode(text: str, requested: str | None = None) -> Mode:
         return choice  # type: ignore[return-value]
     if choice != "auto":
         raise ResourceListError(f"{MODE_ENV}={choice!r}: expected fast, fidelity or auto")
-    if _under_kpt(text) and len(text) <= FIDELITY_MAX_BYTES:
+    if under_kpt(text) and len(text) <= FIDELITY_MAX_BYTES:
         return "fidelity"
     return "fast"
 
 
-def _under_kpt(text: str) -> bool:
+def under_kpt(text: str) -> bool:
+    """A ResourceList from ``kpt fn render|eval`` (kpt, unlike kustomize, prints the results it carries)."""
     return any(marker in text for marker in _KPT_MARKERS) and "ResourceList" in text
 
 
@@ -57,7 +58,7 @@ def formatting_warning(text: str, mode: Mode, requested: str | None = None) -> s
     """Why the output's formatting will differ from the input's, when kpt will write it to files: a
     large list read under kpt takes the fast path (""), which rewrites every file's formatting."""
     choice = (requested or os.environ.get(MODE_ENV) or "auto").strip().lower()
-    if mode != "fast" or choice != "auto" or not _under_kpt(text) or len(text) <= FIDELITY_MAX_BYTES:
+    if mode != "fast" or choice != "auto" or not under_kpt(text) or len(text) <= FIDELITY_MAX_BYTES:
         return ""
     return (
         f"the input is {len(text):,} bytes, over the {FIDELITY_MAX_BYTES // (1024 * 1024)} MiB the "

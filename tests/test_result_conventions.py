@@ -116,14 +116,47 @@ def _cli(function: Function[Any], text: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_a_resource_list_carries_results_and_stderr_stays_quiet() -> None:
-    code, out, err = _cli(SET_CONFIG_CHECKSUM, resource_list(None))
+def _as_kpt_sends_it(text: str) -> str:
+    return text.replace(
+        "metadata:\n    name: web",
+        "metadata:\n    name: web\n    annotations:\n      internal.config.kubernetes.io/seqindent: compact",
+    )
+
+
+def test_under_kpt_results_are_in_the_resource_list_only() -> None:
+    code, out, err = _cli(SET_CONFIG_CHECKSUM, _as_kpt_sends_it(resource_list(None)))
     assert code == 0 and "not in the ResourceList" in out
     assert err == ""
-    code, out, err = _cli(SET_IMAGE, resource_list(TYPED))
+    code, out, err = _cli(SET_IMAGE, _as_kpt_sends_it(resource_list(TYPED)))
     assert code == 1 and "must not be empty" in out
     # An error still says so on stderr, in one line that points at the results instead of repeating them.
     assert err == "krmfn-set-image: 1 error(s), reported in the output ResourceList's results\n"
+
+
+def test_other_resource_list_callers_get_the_results_on_stderr_too() -> None:
+    """kustomize prints an exec function's stderr, never the results it returns."""
+    code, out, err = _cli(SET_IMAGE, resource_list(TYPED))
+    assert code == 1 and "must not be empty" in out and "must not be empty" in err
+
+
+@pytest.mark.e2e
+def test_kustomize_shows_the_error_message(tmp_path: Path) -> None:
+    config = {
+        **TYPED,
+        "metadata": {
+            "name": "bump",
+            "annotations": {"config.kubernetes.io/function": "exec:\n  path: krmfn-set-image\n"},
+        },
+    }
+    (tmp_path / "kustomization.yaml").write_text("resources: [web.yaml]\ntransformers: [fn.yaml]\n")
+    (tmp_path / "web.yaml").write_text(dump_fast(DEPLOYMENT))
+    (tmp_path / "fn.yaml").write_text(dump_fast(config))
+    done = run(
+        [tool("kustomize"), "build", "--enable-alpha-plugins", "--enable-exec", str(tmp_path)],
+        tmp_path,
+        check=False,
+    )
+    assert done.returncode != 0 and "functionConfig.images[0].name: must not be empty" in done.stderr
 
 
 def test_a_stream_has_only_stderr_for_its_results() -> None:
