@@ -21,7 +21,7 @@ MAX_BASE = MAX_NAME - HASH_LENGTH - 1
 NAME_DERIVED_LABELS = frozenset(
     {"job-name", "batch.kubernetes.io/job-name", "controller-uid", "batch.kubernetes.io/controller-uid"}
 )
-_HEX = frozenset("0123456789abcdef")
+HEX_DIGITS = frozenset("0123456789abcdef")
 
 
 def truncate(base: str) -> str:
@@ -66,7 +66,28 @@ def name_hash(name: str, base: str) -> str | None:
     while start >= 0:
         found = name[start + len(prefix) : start + len(prefix) + HASH_LENGTH]
         rest = name[start + len(prefix) + HASH_LENGTH :]
-        if len(found) == HASH_LENGTH and set(found) <= _HEX and (not rest or rest.startswith("-")):
+        if len(found) == HASH_LENGTH and set(found) <= HEX_DIGITS and (not rest or rest.startswith("-")):
             return found
         start = name.find(prefix, start + 1)
+    return None
+
+
+def unhashed(name: str, recorded: str) -> str | None:
+    """``name`` without the hash hash-job-names gave it, or None when it does not carry one.
+
+    ``recorded`` is the base the hash was computed for (``krmfn.dev/job-base-name``). Whatever was added
+    around the hashed name since (a kustomize overlay's ``namePrefix: prod-`` and ``nameSuffix: -eu``
+    turn ``migrate-0123abcd`` into ``prod-migrate-0123abcd-eu``) stays: the result is
+    ``prod-migrate-eu``, the name the hash is computed for next, so a Job hashed in a base and again in
+    an overlay gets the name it would get if it were hashed once, in the overlay or in a pipe.
+    """
+    if name == recorded:
+        return name
+    hashed = truncate(recorded) + "-"
+    start = name.rfind(hashed)
+    while start >= 0:
+        digest = name[start + len(hashed) : start + len(hashed) + HASH_LENGTH]
+        if len(digest) == HASH_LENGTH and set(digest) <= HEX_DIGITS:
+            return name[:start] + recorded + name[start + len(hashed) + HASH_LENGTH :]
+        start = name.rfind(hashed, 0, start)
     return None

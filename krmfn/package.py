@@ -14,18 +14,17 @@ files left without objects are removed and new objects go to ``<kind>_<name>.yam
 from __future__ import annotations
 
 import fnmatch
-import io
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from krmfn.errors import PipelineError, YAMLSyntaxError
-from krmfn.kobj import Obj, annotations_of, metadata, ref_of
+from krmfn.errors import InputError, PipelineError
+from krmfn.kobj import Obj, annotations_of, is_kustomization, metadata, ref_of
 from krmfn.limits import Limits
 from krmfn.resourcelist import item_problem
-from krmfn.yamlio import Mode, check_expanded, check_size, load_all_fast
+from krmfn.yamlio import Mode, check_size, dump_fast, load_all_fast, load_all_fidelity
 
 PATH = "config.kubernetes.io/path"
 INDEX = "config.kubernetes.io/index"
@@ -156,13 +155,14 @@ def _read_file(package_dir: Path, relative: str, mode: Mode, limits: Limits) -> 
     check_size(text, limits, mode)
     chunks = _documents(text)
     try:
-        docs = list(load_all_fast(text, limits)) if mode == "fast" else _load_all_fidelity(text, limits)
-    except (YAMLSyntaxError, PipelineError) as err:
+        docs = list(load_all_fast(text, limits)) if mode == "fast" else load_all_fidelity(text, limits)
+    except InputError as err:
         raise PipelineError(f"{path}: {err}") from None
     items: list[Obj] = []
     present = [d for d in docs if d is not None]
     for index, doc in enumerate(present):
-        problem = item_problem(doc)
+        # kpt reads every YAML document; one that is not a KRM object (kustomization.yaml) is kept as is.
+        problem = "" if is_kustomization(doc) else item_problem(doc)
         if problem:
             raise PipelineError(f"{path}: document {index}: {problem}")
         chunk = chunks[index] if len(chunks) == len(present) else text
@@ -253,6 +253,8 @@ def strip(obj: Obj) -> Obj:
                 notes.pop(key, None)
             if not notes:
                 del meta["annotations"]
+        if not meta and is_kustomization(obj):  # kpt gave a kustomization a metadata it did not have
+            del obj["metadata"]
     return obj
 
 
@@ -324,48 +326,13 @@ def _packages(root: Package) -> Iterator[Package]:
 
 
 def dump_one(doc: Obj, indent: str, mode: Mode) -> str:
+    """One document of a package file, through the one YAML layer (the fidelity path's configured
+    ruamel: Go-style octal, dates as text, kpt's flow style), so ``--in-place`` writes what kpt writes."""
     if mode == "fast":
-        from krmfn.yamlio import dump_fast
-
         return dump_fast(doc)
-    out = io.StringIO()
-    _writer(indent).dump(doc, out)
-    return out.getvalue()
+    from krmfn import yamlrt
 
-
-_WRITERS: dict[str, Any] = {}
-
-
-def _writer(indent: str) -> Any:
-    if indent not in _WRITERS:
-        from ruamel.yaml import YAML
-
-        rt = YAML(typ="rt")
-        rt.preserve_quotes = True
-        rt.width = 1 << 30
-        if indent == "wide":
-            rt.indent(mapping=2, sequence=4, offset=2)
-        else:
-            rt.indent(mapping=2, sequence=2, offset=0)
-        rt.allow_duplicate_keys = False
-        _WRITERS[indent] = rt
-    return _WRITERS[indent]
-
-
-def _load_all_fidelity(text: str, limits: Limits) -> list[Any]:
-    from ruamel.yaml.constructor import DuplicateKeyError
-
-    try:
-        docs = list(_writer("compact").load_all(text))
-    except DuplicateKeyError as err:
-        raise YAMLSyntaxError(str(err).strip().splitlines()[0]) from None
-    except Exception as err:  # ruamel raises many error types; all mean "not valid YAML" to a user
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise YAMLSyntaxError(f"{getattr(err, 'problem', None) or type(err).__name__}{where}") from None
-    for doc in docs:
-        check_expanded(doc, limits)
-    return docs
+    return yamlrt.dump_document(doc, indent)
 
 
 Shape = tuple[list[Any], dict[Any, "Shape"]] | list["Shape"] | None

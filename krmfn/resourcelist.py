@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from krmfn.errors import ResourceListError
-from krmfn.kobj import Obj, is_list_kind, ref_of
+from krmfn.kobj import Obj, is_kustomization, is_list_kind, ref_of
 from krmfn.limits import Limits
 from krmfn.results import Results
 from krmfn.yamlio import Mode, dump, dump_all_fast, load, load_documents
@@ -44,13 +44,28 @@ def choose_mode(text: str, requested: str | None = None) -> Mode:
         return choice  # type: ignore[return-value]
     if choice != "auto":
         raise ResourceListError(f"{MODE_ENV}={choice!r}: expected fast, fidelity or auto")
-    if (
-        len(text) <= FIDELITY_MAX_BYTES
-        and any(marker in text for marker in _KPT_MARKERS)
-        and "ResourceList" in text
-    ):
+    if under_kpt(text) and len(text) <= FIDELITY_MAX_BYTES:
         return "fidelity"
     return "fast"
+
+
+def under_kpt(text: str) -> bool:
+    """A ResourceList from ``kpt fn render|eval`` (kpt, unlike kustomize, prints the results it carries)."""
+    return any(marker in text for marker in _KPT_MARKERS) and "ResourceList" in text
+
+
+def formatting_warning(text: str, mode: Mode, requested: str | None = None) -> str:
+    """Why the output's formatting will differ from the input's, when kpt will write it to files: a
+    large list read under kpt takes the fast path (""), which rewrites every file's formatting."""
+    choice = (requested or os.environ.get(MODE_ENV) or "auto").strip().lower()
+    if mode != "fast" or choice != "auto" or not under_kpt(text) or len(text) <= FIDELITY_MAX_BYTES:
+        return ""
+    return (
+        f"the input is {len(text):,} bytes, over the {FIDELITY_MAX_BYTES // (1024 * 1024)} MiB the "
+        "fidelity YAML path takes, so the fast path wrote it: the formatting of every file (comments, "
+        "quoting, flow style) is rewritten, not only what changed (to keep it, raise "
+        f"KRMFN_MAX_FIDELITY_BYTES and set {MODE_ENV}=fidelity: slower, and ~150 bytes of memory per byte)"
+    )
 
 
 def parse(text: str, mode: Mode, limits: Limits) -> ResourceList:
@@ -60,6 +75,8 @@ def parse(text: str, mode: Mode, limits: Limits) -> ResourceList:
     docs = [doc for doc in load_documents(text, limits) if doc is not None]
     if not docs:
         raise ResourceListError("no input: expected a ResourceList or a stream of KRM objects on stdin")
+    for index, doc in enumerate(docs):
+        _check_not_misspelt(doc, index, len(docs))
     lists = [i for i, doc in enumerate(docs) if isinstance(doc, dict) and doc.get("kind") == "ResourceList"]
     if len(docs) == 1 and (lists or not _looks_like_object(docs[0])):
         return _resource_list(docs[0], limits)
@@ -69,6 +86,24 @@ def parse(text: str, mode: Mode, limits: Limits) -> ResourceList:
             "a ResourceList must be the only document"
         )
     return _stream(docs, limits)
+
+
+def _check_not_misspelt(doc: Any, index: int, count: int) -> None:
+    """``config.kubernetes.io`` is the ResourceList's group: another kind there is a typo, which would
+    otherwise be read as a List or an object and its functionConfig silently dropped."""
+    if not isinstance(doc, dict):
+        return
+    api_version, kind = doc.get("apiVersion"), doc.get("kind")
+    if (
+        isinstance(api_version, str)
+        and api_version.startswith("config.kubernetes.io/")
+        and kind != "ResourceList"
+    ):
+        where = f"document {index + 1}: " if count > 1 else ""
+        raise ResourceListError(
+            f"{where}apiVersion {api_version!r} is the ResourceList's, but kind is {kind!r}; "
+            "expected kind ResourceList"
+        )
 
 
 def _looks_like_object(doc: Any) -> bool:
@@ -113,7 +148,8 @@ def _resource_list(doc: Any, limits: Limits) -> ResourceList:
         raise ResourceListError("ResourceList.items must be a list")
     _check_count(len(items), limits)
     for index, item in enumerate(items):
-        _check_item(item, f"items[{index}]")
+        if not is_kustomization(item):  # kpt reads kustomization.yaml too: passed through untouched
+            _check_item(item, f"items[{index}]")
     doc.pop("results", None)  # each run reports its own results
     return ResourceList(items=items, function_config=doc.get("functionConfig"), root=doc)
 

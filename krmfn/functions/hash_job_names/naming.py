@@ -3,7 +3,16 @@ a Job (krmfn/k8snames.py: a DNS-1123 subdomain, so ``db.migration`` is a valid b
 
 from __future__ import annotations
 
-from krmfn.jobhash import HASH_LENGTH, MAX_BASE, MAX_NAME, NAME_DERIVED_LABELS, spec_hash, truncate
+from krmfn.jobhash import (
+    HASH_LENGTH,
+    HEX_DIGITS,
+    MAX_BASE,
+    MAX_NAME,
+    NAME_DERIVED_LABELS,
+    spec_hash,
+    truncate,
+    unhashed,
+)
 from krmfn.k8snames import CRONJOB_NAME_MAX, is_subdomain, name_problems
 
 __all__ = [
@@ -17,6 +26,7 @@ __all__ = [
     "name_problems_of",
     "spec_hash",
     "truncate",
+    "unhashed",
 ]
 
 MAX_CRONJOB_NAME = CRONJOB_NAME_MAX
@@ -40,4 +50,4 @@ def derived_from(name: str, base: str) -> bool:
         return True
     prefix = truncate(base) + "-"
     suffix = name[len(prefix) :]
-    return name.startswith(prefix) and len(suffix) == HASH_LENGTH and set(suffix) <= set("0123456789abcdef")
+    return name.startswith(prefix) and len(suffix) == HASH_LENGTH and set(suffix) <= HEX_DIGITS
