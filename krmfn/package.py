@@ -14,17 +14,17 @@ files left without objects are removed and new objects go to ``<kind>_<name>.yam
 from __future__ import annotations
 
 import fnmatch
-import io
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from krmfn.errors import PipelineError, YAMLSyntaxError
+from krmfn import yamledit
+from krmfn.errors import KrmfnError, PipelineError
 from krmfn.kobj import Obj, annotations_of, metadata
 from krmfn.limits import Limits
 from krmfn.resourcelist import item_problem
-from krmfn.yamlio import Mode, check_expanded, check_size, load_all_fast
+from krmfn.yamlio import Mode, check_size, dump_fast, load_all_fast
 
 PATH = "config.kubernetes.io/path"
 INDEX = "config.kubernetes.io/index"
@@ -47,6 +47,8 @@ class Package:
     """The resource files read, relative to the package, so write-back can remove emptied ones."""
     items: list[Obj] = field(default_factory=list)
     subpackages: list[Package] = field(default_factory=list)
+    sources: dict[str, yamledit.Source] = field(default_factory=dict)
+    """Each file's text as read (fidelity mode), so write-back edits it instead of re-emitting it."""
 
 
 def read(directory: Path, mode: Mode, limits: Limits | None = None) -> Package:
@@ -60,7 +62,7 @@ def read(directory: Path, mode: Mode, limits: Limits | None = None) -> Package:
             package.subpackages.append(read(package.directory / relative, mode, limits))
             continue
         package.files.append(relative)
-        package.items.extend(_read_file(package.directory, relative, mode, limits))
+        package.items.extend(_read_file(package, relative, mode, limits))
     kptfiles = [o for o in package.items if annotations_of(o).get(I_PATH) == KPTFILE]
     if len(kptfiles) != 1 or kptfiles[0].get("kind") != KPTFILE:
         raise PipelineError(f"{directory / KPTFILE}: expected exactly one object of kind Kptfile")
@@ -145,14 +147,20 @@ class _Ignore:
         return False
 
 
-def _read_file(package_dir: Path, relative: str, mode: Mode, limits: Limits) -> list[Obj]:
+def _read_file(package: Package, relative: str, mode: Mode, limits: Limits) -> list[Obj]:
+    package_dir = package.directory
     path = package_dir / relative
     text = path.read_text(encoding="utf-8")
     check_size(text, limits)
     chunks = _documents(text)
     try:
-        docs = list(load_all_fast(text, limits)) if mode == "fast" else _load_all_fidelity(text, limits)
-    except (YAMLSyntaxError, PipelineError) as err:
+        if mode == "fast":
+            docs = list(load_all_fast(text, limits))
+        else:
+            source = yamledit.load(text, limits)
+            package.sources[relative] = source
+            docs = [d.value for d in source.documents]
+    except (KrmfnError, PipelineError) as err:
         raise PipelineError(f"{path}: {err}") from None
     items: list[Obj] = []
     present = [d for d in docs if d is not None]
@@ -270,16 +278,26 @@ def location(obj: Obj, default_package: Path) -> tuple[Path, str, int]:
 
 
 def write(root: Package, items: list[Obj], mode: Mode) -> list[Path]:
-    """Write ``items`` back into the package tree; returns the files written or removed."""
+    """Write ``items`` back into the package tree; returns the files written or removed.
+
+    In fidelity mode a file whose objects were read from it is its own text with only the changes
+    spliced in (see ``krmfn.yamledit``): untouched files and documents stay byte for byte."""
     files: dict[tuple[Path, str], list[tuple[int, str, Obj]]] = {}
     for obj in items:
         package, relative, index = location(obj, root.directory)
         indent = str(annotations_of(obj).get(SEQINDENT) or "compact")
         files.setdefault((package, relative), []).append((index, indent, obj))
+    origins = _origins(root) if mode == "fidelity" else {}
     touched: list[Path] = []
     for (package, relative), entries in files.items():
         entries.sort(key=lambda e: e[0])
-        text = "---\n".join(dump_one(strip(obj), indent, mode) for _, indent, obj in entries)
+        objects = [(indent, obj, origins.get(id(obj))) for _, indent, obj in entries]
+        for _, obj, _ in objects:
+            strip(obj)
+        if mode == "fidelity":
+            text = _file_text(objects)
+        else:
+            text = "---\n".join(dump_one(obj, indent, mode) for indent, obj, _ in objects)
         path = package / relative
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -293,6 +311,43 @@ def write(root: Package, items: list[Obj], mode: Mode) -> list[Path]:
     return touched
 
 
+Origin = tuple[yamledit.Source, int]
+
+
+def _origins(root: Package) -> dict[int, Origin]:
+    """Each object read in fidelity mode -> (its file's source, its document number), by identity:
+    functions edit the objects they are given in place."""
+    found: dict[int, Origin] = {}
+    for package in _packages(root):
+        for source in package.sources.values():
+            for number, doc in enumerate(source.documents):
+                if isinstance(doc.value, dict):
+                    found[id(doc.value)] = (source, number)
+    return found
+
+
+def _file_text(objects: list[tuple[str, Obj, Origin | None]], source: yamledit.Source | None = None) -> str:
+    """A file's new text: each object's own document edited, new objects written in the file's style."""
+    del source
+    writers: dict[int, yamledit.Writer] = {}
+    texts: list[str] = []
+    used: set[tuple[int, int]] = set()
+    for indent, obj, origin in objects:
+        if origin is not None and (id(origin[0]), origin[1]) not in used:
+            used.add((id(origin[0]), origin[1]))
+            writer = writers.setdefault(id(origin[0]), yamledit.Writer(origin[0]))
+            texts.append(writer.document(origin[1], obj))
+        else:
+            texts.append(yamledit.dump_new(obj, wide=indent == "wide"))
+    return yamledit.join(texts)
+
+
+def stream_text(root: Package, objects: list[Obj]) -> str:
+    """Objects (bookkeeping stripped) as one stream, each in its own document's text where it has one."""
+    origins = _origins(root)
+    return _file_text([("compact", obj, origins.get(id(obj))) for obj in objects])
+
+
 def _packages(root: Package) -> Iterator[Package]:
     yield root
     for sub in root.subpackages:
@@ -300,48 +355,10 @@ def _packages(root: Package) -> Iterator[Package]:
 
 
 def dump_one(doc: Obj, indent: str, mode: Mode) -> str:
+    """One object written anew (the fast path; fidelity mode writes objects from their own text)."""
     if mode == "fast":
-        from krmfn.yamlio import dump_fast
-
         return dump_fast(doc)
-    out = io.StringIO()
-    _writer(indent).dump(doc, out)
-    return out.getvalue()
-
-
-_WRITERS: dict[str, Any] = {}
-
-
-def _writer(indent: str) -> Any:
-    if indent not in _WRITERS:
-        from ruamel.yaml import YAML
-
-        rt = YAML(typ="rt")
-        rt.preserve_quotes = True
-        rt.width = 1 << 30
-        if indent == "wide":
-            rt.indent(mapping=2, sequence=4, offset=2)
-        else:
-            rt.indent(mapping=2, sequence=2, offset=0)
-        rt.allow_duplicate_keys = False
-        _WRITERS[indent] = rt
-    return _WRITERS[indent]
-
-
-def _load_all_fidelity(text: str, limits: Limits) -> list[Any]:
-    from ruamel.yaml.constructor import DuplicateKeyError
-
-    try:
-        docs = list(_writer("compact").load_all(text))
-    except DuplicateKeyError as err:
-        raise YAMLSyntaxError(str(err).strip().splitlines()[0]) from None
-    except Exception as err:  # ruamel raises many error types; all mean "not valid YAML" to a user
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise YAMLSyntaxError(f"{getattr(err, 'problem', None) or type(err).__name__}{where}") from None
-    for doc in docs:
-        check_expanded(doc, limits)
-    return docs
+    return yamledit.dump_new(doc, wide=indent == "wide")
 
 
 Shape = tuple[list[Any], dict[Any, "Shape"]] | list["Shape"] | None
