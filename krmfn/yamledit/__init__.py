@@ -11,6 +11,7 @@ dumper, so the writer can lose style but never meaning.
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from krmfn import yamlfast
@@ -68,14 +69,18 @@ class Writer:
             return self._fallback(doc, value)
         splicer = splice.Splicer(text, self.source.nodes, doc.region)
         splicer.root = doc.root
+        items = _items_sequence(splicer, doc)
+        splicer.unit_seq = items[1] if items else -1
         try:
             splicer.node(doc.root, value, splice.ROOT)
             if not splicer.edits:
                 return text[doc.region[0] : doc.region[1]]
             out = splicer.apply()
+            if not splicer.complex:
+                return out  # only scalars replaced in place: nothing to read back
+            if not (_checked_by_unit(splicer, items, value) if items else _reads_as(out, value)):
+                return self._fallback(doc, value)
         except (splice.Unplaceable, Unwritable):
-            return self._fallback(doc, value)
-        if not _reads_as(out, value):
             return self._fallback(doc, value)
         return out
 
@@ -86,6 +91,70 @@ class Writer:
         head = text[doc.region[0] : start]
         head = head[: head.rfind("\n") + 1] if "\n" in head else ""
         return head + dump_fast(value)
+
+
+def _items_sequence(splicer: splice.Splicer, doc: Document) -> tuple[int, int] | None:
+    """(key, sequence) of a root mapping's block ``items``, checked item by item; None when the
+    document has anchors (an item may then depend on text outside it) or no such sequence."""
+    nodes = splicer.n
+    root = doc.root
+    if nodes.kind[root] != tree.BLOCK_MAP:
+        return None
+    for key, value in splicer.entries(root):
+        if nodes.value[key] == "items" and nodes.kind[key] in tree.SCALARS:
+            if nodes.kind[value] == tree.BLOCK_SEQ and _self_contained(splicer, root, value):
+                return key, value
+            return None
+    return None
+
+
+def _self_contained(splicer: splice.Splicer, root: int, sequence: int) -> bool:
+    """Whether every alias in the document refers to an anchor in its own item of ``sequence``, or
+    both lie outside it, so each item reads the same on its own as in the document."""
+    nodes = splicer.n
+    items = list(splicer.items(sequence))
+
+    def item_of(number: int) -> int:
+        at = bisect.bisect_right(items, number) - 1
+        return items[at] if at >= 0 and number < nodes.after[items[at]] else -1
+
+    alias = nodes.kind.find(tree.ALIAS, root, nodes.after[root])
+    while alias >= 0:
+        if item_of(alias) != item_of(nodes.value[alias]):
+            return False
+        alias = nodes.kind.find(tree.ALIAS, alias + 1, nodes.after[root])
+    return True
+
+
+def _checked_by_unit(splicer: splice.Splicer, items: tuple[int, int], value: Any) -> bool:
+    """Read back each edited item on its own, then the rest of the document without its items: a
+    ResourceList costs a parse of what changed instead of a parse of all of it."""
+    key, sequence = items
+    nodes = splicer.n
+    units: dict[int, list[tuple[int, int, str, int]]] = {}
+    for edit in splicer.edits:
+        units.setdefault(edit[3], []).append(edit)
+    outer = units.pop(-1, [])
+    seq_start = splicer.line_start(nodes.start[sequence])
+    seq_end = splicer.after_line(nodes.end[sequence])
+    if any((a < seq_end and b > seq_start) or seq_start <= a <= seq_end for a, b, _, _ in outer):
+        return _reads_as(splicer.apply(), value)  # items added or removed: read it all
+    head = splicer.apply(outer, (splicer.region[0], splicer.after_colon(key)))
+    tail = splicer.apply(outer, (nodes.end[sequence], splicer.region[1]))
+    if -1 in splicer.complex and (
+        not isinstance(value, dict) or not _reads_as(head + " []" + tail, {**value, "items": []})
+    ):
+        return False
+    for item, edits in units.items():
+        if item not in splicer.complex:
+            continue
+        dash = splicer.dash(item)
+        line = splicer.line_start(dash)
+        snippet = splicer.apply(edits, (line, splicer.after_line(nodes.end[item])))
+        at = dash - line
+        if not _reads_as(snippet[:at] + " " + snippet[at + 1 :], splicer.unit_values[item]):
+            return False
+    return True
 
 
 def _reads_as(text: str, value: Any) -> bool:

@@ -11,7 +11,7 @@ at its siblings' indentation in block context.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -23,6 +23,7 @@ from krmfn.yamledit.tree import (
     BLOCK_SEQ,
     FLOW_MAP,
     FLOW_SEQ,
+    FOLDED,
     LITERAL,
     MAPS,
     PLAIN,
@@ -61,7 +62,14 @@ class Splicer:
         self.text = text
         self.n = nodes
         self.region = region
-        self.edits: list[tuple[int, int, str]] = []
+        self.edits: list[tuple[int, int, str, int]] = []
+        """(start, end, new text, unit): the unit is the item of ``unit_seq`` the edit lies in, or -1."""
+        self.unit_seq = -1
+        """A block sequence whose items are checked one by one (a ResourceList's ``items``)."""
+        self.unit = -1
+        self.unit_values: dict[int, Any] = {}
+        self.complex: set[int] = set()
+        """Units (-1: outside any) holding an edit that is not a simple scalar replacement."""
         self.final: dict[int, Any] = {}
         """The value each anchored node holds in the new text."""
         self.lost: set[int] = set()
@@ -121,9 +129,12 @@ class Splicer:
             self.alias(i, v, where, key)
             return
         if kind in SCALARS:
-            if isinstance(v, (dict, list)):
+            old = n.value[i]
+            if old is v or (type(old) is type(v) and old == v and old == old):  # noqa: PLR0124  # NaN
+                pass
+            elif isinstance(v, (dict, list)):
                 self.replace(i, v, where, key)
-            elif not same(n.value[i], v):
+            elif not same(old, v):
                 self.replace_scalar(i, v, where, key)
         elif i in n.merged:
             if not same(v, self.rebuild(i)):
@@ -244,8 +255,7 @@ class Splicer:
             else n.value[item] is new or n.kind[item] == ALIAS
             for item, new in zip(items, v, strict=True)
         ):
-            for item, new in zip(items, v, strict=True):
-                self.node(item, new, inner)
+            self.items_of(i, zip(items, v, strict=True), inner)
             return
         if (
             flow
@@ -265,8 +275,7 @@ class Splicer:
             self.undo_inside(i)
             self.replace(i, v, where, key)
             return
-        for item, new in pairs:
-            self.node(item, new, inner)
+        self.items_of(i, pairs, inner)
         dash_col = self.column(n.start[i])
         for first, last in _runs(removed):
             dash = self.dash(items[first])
@@ -279,6 +288,17 @@ class Splicer:
                 self.insert_lines(self.after_line(n.end[items[before]]), pad, texts)
             else:
                 self.insert_lines(self.line_start(self.dash(items[0])), pad, texts)
+
+    def items_of(self, i: int, pairs: Iterable[tuple[int, Any]], inner: int) -> None:
+        if i != self.unit_seq:
+            for item, new in pairs:
+                self.node(item, new, inner)
+            return
+        for item, new in pairs:
+            self.unit = item
+            self.unit_values[item] = new
+            self.node(item, new, inner)
+        self.unit = -1
 
     def append_flow(self, i: int, last: int, v: Any, found: int) -> bool:
         """Add new entries (or items) at the end of a flow collection, before its closing bracket."""
@@ -334,7 +354,7 @@ class Splicer:
         style = _STYLE_OF.get(n.kind[i], "")
         start, end = n.start[i], n.end[i]
         if where == FLOW:
-            self.edit(start, end, prefix + scalars.scalar(v, True, style))
+            self.edit(start, end, prefix + scalars.scalar(v, True, style), simple=True)
             return
         indent = self.content_indent(i, where, key)
         text = scalars.scalar(v, False, style, " " * indent, self.nl)
@@ -348,7 +368,7 @@ class Splicer:
                 header, _, body = text.partition(self.nl)
                 self.edit(start, end + len(rest), prefix + header + rest + self.nl + body)
                 return
-        self.edit(start, end, prefix + text)
+        self.edit(start, end, prefix + text, simple="\n" not in text and n.kind[i] not in (LITERAL, FOLDED))
 
     def content_indent(self, i: int, where: int, key: int) -> int:
         """Where the lines of a literal block at node ``i`` go."""
@@ -479,12 +499,17 @@ class Splicer:
         start, end = self.n.start[i], self.n.end[i]
         self.edits = [e for e in self.edits if not (start <= e[0] and e[1] <= end)]
 
-    def edit(self, start: int, end: int, text: str) -> None:
+    def edit(self, start: int, end: int, text: str, simple: bool = False) -> None:
+        """Replace ``start..end`` with ``text``. ``simple``: a scalar's text replaced by a one-line
+        scalar, which ``scalars.scalar`` guarantees reads back as its value; other edits are checked
+        by reading the result back (see ``krmfn.yamledit.Writer``)."""
+        if not simple:
+            self.complex.add(self.unit)
         if "\n" in text and end > start:
             rest = self.text[end : self.after_line(end)].rstrip("\r\n")
             if rest.strip():  # a comment after a node that now ends on another line: it goes with it
                 end += len(rest)
-        self.edits.append((start, end, text))
+        self.edits.append((start, end, text, self.unit))
 
     # --- writing new nodes -------------------------------------------------------------------------
 
@@ -521,13 +546,16 @@ class Splicer:
 
     # --- output ------------------------------------------------------------------------------------
 
-    def apply(self) -> str:
-        start, end = self.region
-        if not self.edits:
-            return self.text[start:end]
+    def apply(
+        self, edits: list[tuple[int, int, str, int]] | None = None, span: tuple[int, int] | None = None
+    ) -> str:
+        """The text of ``span`` (the document by default) with ``edits`` (all by default) made."""
+        start, end = span or self.region
         out: list[str] = []
         pos = start
-        for a, b, text in sorted(self.edits, key=lambda e: (e[0], e[1])):
+        for a, b, text, _ in sorted(self.edits if edits is None else edits, key=lambda e: (e[0], e[1])):
+            if b < start or a > end:
+                continue  # outside the span
             if a < pos or b > end:
                 raise Unplaceable("overlapping edits")
             out.append(self.text[pos:a])

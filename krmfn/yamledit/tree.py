@@ -101,6 +101,14 @@ def _documents(parser: Any, nodes: Nodes, text: str) -> Iterator[Document]:  # n
     root: list[Any] = []
     doc_start = doc_root = 0
     bom = 1 if text.startswith("\ufeff") else 0  # libyaml's offsets do not count it
+    start_add, end_add, after_add, kind_add, value_add = (
+        starts.append,
+        ends.append,
+        afters.append,
+        kinds.append,
+        values.append,
+    )
+    resolve, scalar = yamlfast.resolve_plain, yamlfast._scalar
     while parser.check_event():
         event = parser.get_event()
         kind = type(event)
@@ -108,17 +116,25 @@ def _documents(parser: Any, nodes: Nodes, text: str) -> Iterator[Document]:  # n
         if kind is ScalarEvent:
             if lasts:
                 lasts[-1] = number
-            value = yamlfast._scalar(event)
-            starts.append(event.start_mark.index + bom)
-            ends.append(event.end_mark.index + bom)
-            afters.append(number + 1)
-            style = _STYLE.get(event.style, PLAIN)
-            kinds.append(style)
-            values.append(value)
-            if style in (LITERAL, FOLDED):
-                ends[number] = _block_end(text, ends[number])
-            if event.tag is not None and event.tag != "!":
-                nodes.tagged.add(number)
+            tag = event.tag
+            if tag is None:  # as yamlfast._scalar, inlined: most scalars are untagged
+                value = resolve(event.value) if event.implicit[0] else event.value
+            else:
+                value = scalar(event)
+                if tag != "!":
+                    nodes.tagged.add(number)
+            start_add(event.start_mark.index + bom)
+            after_add(number + 1)
+            value_add(value)
+            style = event.style
+            if style is None:
+                kind_add(PLAIN)
+                end_add(event.end_mark.index + bom)
+            else:
+                code = _STYLE[style]
+                kind_add(code)
+                end = event.end_mark.index + bom
+                end_add(_block_end(text, end) if code in (LITERAL, FOLDED) else end)
             if event.anchor is not None:
                 anchors[event.anchor] = (value, number)
                 nodes.anchor[number] = event.anchor
