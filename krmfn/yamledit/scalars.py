@@ -48,7 +48,9 @@ def _printable(char: str) -> bool:
     code = ord(char)
     if 0x20 <= code <= 0x7E:
         return True
-    return 0xA0 <= code <= 0xD7FF or (0xE000 <= code <= 0xFFFD and code != 0xFEFF) or code >= 0x10000
+    if code in (0x2028, 0x2029, 0xFEFF):  # line breaks to YAML 1.1 readers; a byte-order mark
+        return False
+    return 0xA0 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD or code >= 0x10000
 
 
 def plain_ok(text: str, flow: bool) -> bool:
@@ -61,8 +63,8 @@ def plain_ok(text: str, flow: bool) -> bool:
         return False
     if ": " in text or " #" in text or "\t" in text:
         return False
-    if flow and (":" in text or any(c in _FLOW_INDICATORS for c in text)):
-        return False
+    if flow and (":?" in text or any(c in _FLOW_INDICATORS for c in text)):
+        return False  # go-yaml cannot read ``:?`` in a flow plain scalar; the rest end one
     if not (text.isascii() and text.isprintable()) and not all(_printable(c) for c in text):
         return False
     return not needs_quotes(text)

@@ -137,7 +137,11 @@ class Splicer:
             elif not same(old, v):
                 self.replace_scalar(i, v, where, key)
         elif i in n.merged:
-            if not same(v, self.rebuild(i)):
+            try:
+                kept = same(v, self.rebuild(i))
+            except Unplaceable:
+                kept = False
+            if not kept:
                 self.replace(i, v, where, key)
         elif kind in MAPS:
             if isinstance(v, dict):
@@ -482,6 +486,8 @@ class Splicer:
         merged: dict[Any, Any] = {}
         for source in merges:
             for one in source if isinstance(source, list) else [source]:
+                if not isinstance(one, dict):
+                    raise Unplaceable("a merge key whose anchor no longer holds a mapping")
                 for name, item in one.items():
                     merged.setdefault(name, item)
         merged.update(out)
