@@ -72,3 +72,16 @@ def test_runner_benchmarks_run_and_print_tables() -> None:
     for title in ("### Step gap", "### 3-step sequence", "ConfigMaps in one step"):
         assert title in stdout
     assert stdout.count("ratio krmfn / kubectl (medians):") == 2
+
+
+@pytest.mark.e2e
+def test_fidelity_benchmark_runs_and_a_bump_changes_only_image_lines() -> None:
+    stdout = quick("fidelity.py")
+    for title in ("set-image on one ResourceList", "One image bump", "kpt fn render, four krmfn functions"):
+        assert f"### {title}" in stdout
+    bumps = [
+        line.split("|")[1:-1] for line in stdout.splitlines() if "render" in line and line.startswith("| 20 ")
+    ]
+    assert len(bumps) == 2, stdout
+    for cells in bumps:
+        assert cells[4].strip() == cells[5].strip(), f"{cells[1].strip()} changed other lines: {stdout}"
