@@ -333,7 +333,7 @@ class Splicer:
     ) -> tuple[list[tuple[int, Any]], list[int], dict[int, list[Any]]]:
         """Match original items with new ones: identical objects first (a function that removes or
         inserts items keeps the others), then equal scalars; the rest pair up by position."""
-        from difflib import SequenceMatcher  # noqa: PLC0415  # only for lists that changed length
+        from difflib import SequenceMatcher  # only for lists that changed length
 
         n = self.n
         old = [_fingerprint(n.value[n.value[x]] if n.kind[x] == ALIAS else n.value[x]) for x in items]
