@@ -117,8 +117,8 @@ def test_a_one_field_change_is_a_one_line_diff(seed: int, new: str) -> None:
     candidates = [
         (n, p) for n, v in enumerate(values) for p in _single_line_paths(v) if _one_line(composed[n], p)
     ]
-    if "<<" in text or not candidates:
-        return
+    if "<<" in text or "*a" in text or not candidates:
+        return  # an alias of a changed anchor must change too: two lines by nature
     number, path = rnd.choice(candidates)
     target = values[number]
     for step in path[:-1]:
