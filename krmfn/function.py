@@ -144,11 +144,15 @@ class Outcome:
     results: list[Result]
 
 
-def _unreadable(message: str, tags: dict[str, str] | None = None) -> Outcome:
-    """The output when there is no input to give back: an empty list with one error result."""
+def _unreadable(message: str, tags: dict[str, str] | None = None, text: str = "") -> Outcome:
+    """The output when there is no input to give back: an empty ResourceList with one error result for
+    kpt and other ResourceList callers; nothing at all for a plain stream (``kustomize build | fn |
+    kubectl apply -f -`` must apply nothing), the error going to stderr only. An input that does not
+    mention a ResourceList is taken for a stream."""
     rl = ResourceList.empty()
     rl.results.error(message, tags=tags or {})
-    return Outcome(serialize(rl, "fast"), 1, rl.results)
+    output = serialize(rl, "fast") if "ResourceList" in text else ""
+    return Outcome(output, 1, rl.results)
 
 
 def _internal(err: Exception) -> str:
@@ -163,16 +167,19 @@ def process_text(text: str, body: Callable[[ResourceList], None], mode: str | No
         chosen = choose_mode(text, mode)
         rl = parse(text, chosen, Limits.from_env())
     except InputError as err:
-        return _unreadable(str(err), {"reason": type(err).__name__})
+        return _unreadable(str(err), {"reason": type(err).__name__}, text)
     except Exception as err:  # a bug in reading must not become a traceback either
-        return _unreadable(_internal(err))
+        return _unreadable(_internal(err), text=text)
     try:
         body(rl)
     except KrmfnError as err:
         rl.results.error(str(err))
     except Exception as err:  # a bug must still produce a valid ResourceList and a readable message
         rl.results.error(_internal(err))
-    return Outcome(serialize(rl, chosen), 1 if rl.results.has_errors else 0, rl.results)
+    try:
+        return Outcome(serialize(rl, chosen), 1 if rl.results.has_errors else 0, rl.results)
+    except Exception as err:  # nor may a failure to write: no partial output, one error result
+        return _unreadable(_internal(err), text="" if rl.stream else "ResourceList")
 
 
 def run_cli(  # noqa: PLR0917  # mirrors main()'s injectable streams

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 ENV = {
     "max_bytes": "KRMFN_MAX_INPUT_BYTES",
+    "max_fidelity_bytes": "KRMFN_MAX_FIDELITY_BYTES",
     "max_items": "KRMFN_MAX_ITEMS",
     "max_depth": "KRMFN_MAX_DEPTH",
     "max_nodes": "KRMFN_MAX_NODES",
@@ -18,14 +19,23 @@ ENV = {
 
 @dataclass(frozen=True)
 class Limits:
-    max_bytes: int = 256 * 1024 * 1024
-    """Size of the input text."""
+    max_bytes: int = 12 * 1024 * 1024
+    """Size of the input text. Reading it and writing it back takes up to ~60 times its size in RSS on
+    the fast path (a flow list of empty mappings, the costliest shape measured: 16 MiB took 0.97 GiB;
+    manifests ~16 times), so a maximal input stays well within 1 GiB (docs/limits.md)."""
+    max_fidelity_bytes: int = 1024 * 1024
+    """Size of the input text on the fidelity path (ruamel's round trip): up to ~600 times its size
+    (1 MiB of empty mappings took 0.63 GiB), and the size past which ``auto`` takes the fast path."""
     max_items: int = 200_000
     """Number of items in the ResourceList."""
     max_depth: int = 100
     """Nesting depth of any value (Kubernetes objects rarely pass 20)."""
     max_nodes: int = 20_000_000
     """Values after alias expansion: what a billion-laughs document explodes into."""
+
+    MAX_DEPTH_CEILING = 200
+    """The deepest ``max_depth`` may be set: the YAML layers and the functions walk values recursively,
+    and Python stops at 1,000 frames (a 990-level document under KRMFN_MAX_DEPTH=5000 hit it)."""
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -42,4 +52,10 @@ class Limits:
                 from krmfn.errors import LimitExceededError
 
                 raise LimitExceededError(f"{var}={raw!r} is not a positive whole number")
+            if field == "max_depth" and values[field] > cls.MAX_DEPTH_CEILING:
+                from krmfn.errors import LimitExceededError
+
+                raise LimitExceededError(
+                    f"{var}={raw!r} is over {cls.MAX_DEPTH_CEILING}, the deepest krmfn walks"
+                )
         return cls(**values)

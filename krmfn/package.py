@@ -14,6 +14,7 @@ files left without objects are removed and new objects go to ``<kind>_<name>.yam
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 
 from krmfn import yamledit
 from krmfn.errors import KrmfnError, PipelineError
-from krmfn.kobj import Obj, annotations_of, metadata
+from krmfn.kobj import Obj, annotations_of, metadata, ref_of
 from krmfn.limits import Limits
 from krmfn.resourcelist import item_problem
 from krmfn.yamlio import Mode, check_size, dump_fast, load_all_fast
@@ -92,6 +93,10 @@ def _walk(root: Path, directory: Path, ignore: _Ignore, ignored: bool = False) -
     """
     for entry in sorted(directory.iterdir(), key=lambda p: p.name.encode()):
         relative = entry.relative_to(root).as_posix()
+        if entry.is_symlink():
+            # kpt skips symlinks (files and directories) too: one could point at a Secret outside
+            # the package, which would then be printed, or rewritten in place.
+            continue
         if entry.is_dir():
             if entry.name == ".git":
                 continue
@@ -120,7 +125,7 @@ class _Ignore:
     @classmethod
     def of(cls, directory: Path) -> _Ignore:
         path = directory / ".krmignore"
-        lines = path.read_text().splitlines() if path.is_file() else []
+        lines = path.read_text().splitlines() if path.is_file() and not path.is_symlink() else []
         patterns = []
         for line in lines:
             text = line.strip()
@@ -151,7 +156,7 @@ def _read_file(package: Package, relative: str, mode: Mode, limits: Limits) -> l
     package_dir = package.directory
     path = package_dir / relative
     text = path.read_text(encoding="utf-8")
-    check_size(text, limits)
+    check_size(text, limits)  # the faithful writer reads at the fast path's cost: one limit
     chunks = _documents(text)
     try:
         if mode == "fast":
@@ -278,13 +283,15 @@ def location(obj: Obj, default_package: Path) -> tuple[Path, str, int]:
 
 
 def write(root: Package, items: list[Obj], mode: Mode) -> list[Path]:
-    """Write ``items`` back into the package tree; returns the files written or removed.
+    """Write ``items`` back into the package tree; returns the files written or removed. Every target
+    is checked before anything is written: inside the package root, through no symlink.
 
     In fidelity mode a file whose objects were read from it is its own text with only the changes
     spliced in (see ``krmfn.yamledit``): untouched files and documents stay byte for byte."""
     files: dict[tuple[Path, str], list[tuple[int, str, Obj]]] = {}
     for obj in items:
         package, relative, index = location(obj, root.directory)
+        _check_target(root.directory, package, relative, obj)
         indent = str(annotations_of(obj).get(SEQINDENT) or "compact")
         files.setdefault((package, relative), []).append((index, indent, obj))
     origins = _origins(root) if mode == "fidelity" else {}
@@ -309,6 +316,23 @@ def write(root: Package, items: list[Obj], mode: Mode) -> list[Path]:
                 (read_package.directory / relative).unlink(missing_ok=True)
                 touched.append(read_package.directory / relative)
     return touched
+
+
+def _check_target(root: Path, package: Path, relative: str, obj: Obj) -> None:
+    """The path and package-path annotations come from the objects, which functions may rewrite: a
+    target outside the root, or reached through a symlink (which kpt never reads), is refused."""
+    target = Path(os.path.normpath(package / relative))
+    inside = target.is_relative_to(root) and target != root
+    through_link = inside and any(
+        (root / Path(*target.relative_to(root).parts[:depth])).is_symlink()
+        for depth in range(1, len(target.relative_to(root).parts) + 1)
+    )
+    if not inside or through_link:
+        why = "through a symlink" if inside else "outside the package"
+        raise PipelineError(
+            f"{str(ref_of(obj)).strip()}: its file {relative!r} is {why} {root}; krmfn render writes "
+            "only inside the package, and never through symlinks"
+        )
 
 
 Origin = tuple[yamledit.Source, int]

@@ -96,7 +96,11 @@ def main(argv: list[str], stdout: TextIO | None = None, stderr: TextIO | None = 
     if rendered.failed:
         return 1
     if options.in_place:
-        pkg.write(package, rendered.items, options.mode)
+        try:
+            pkg.write(package, rendered.items, options.mode)
+        except (KrmfnError, OSError) as problem:
+            err.write(f"krmfn render: {problem}\n")
+            return 1
     else:
         out.write(stream(rendered.items, options.mode, package))
     return 0

@@ -45,17 +45,38 @@ FLOAT = re.compile(
 _BOOL_WORDS = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
 
 
+INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1
+"""go-yaml v3 reads an int as int64, else uint64; krmfn refuses what neither holds (see IntRangeError)."""
+INT_RANGE_PROBLEM = (
+    "an integer out of the 64-bit range (kpt and kustomize read it as a float or a string; quote it)"
+)
+
+
+class IntRangeError(ValueError):
+    """An int outside go-yaml's int64/uint64. Python would read any length (4,000 digits and more, then
+    fail to print it past 4,300), where go-yaml falls back to a float or a string: refused at parse time."""
+
+
 def go_int(text: str) -> int:
-    """An int as go-yaml v3 and Kubernetes read it: underscores dropped, 0x/0o/0b and leading-0 octal."""
+    """An int as go-yaml v3 and Kubernetes read it: underscores dropped, 0x/0o/0b and leading-0 octal.
+    Raises IntRangeError outside ``INT_MIN..INT_MAX`` (checked on the digits, before converting)."""
     text = text.replace("_", "")
     sign = -1 if text.startswith("-") else 1
-    digits = text.lstrip("+-")
-    for prefix, base in (("0o", 8), ("0x", 16), ("0b", 2)):
+    digits, base = text.lstrip("+-"), 10
+    for prefix, prefix_base in (("0o", 8), ("0x", 16), ("0b", 2)):
         if digits.startswith(prefix):
-            return sign * int(digits[2:], base)
-    if len(digits) > 1 and digits.startswith("0") and set(digits) <= set("01234567"):
-        return sign * int(digits, 8)
-    return sign * int(digits)
+            digits, base = digits[2:], prefix_base
+            break
+    else:
+        if len(digits) > 1 and digits.startswith("0") and set(digits) <= set("01234567"):
+            base = 8
+    significant = digits.lstrip("0")
+    if len(significant) > 64:  # 64 binary digits is the longest in range: no need to convert
+        raise IntRangeError(INT_RANGE_PROBLEM)
+    value = sign * int(significant or digits, base)
+    if not INT_MIN <= value <= INT_MAX:
+        raise IntRangeError(INT_RANGE_PROBLEM)
+    return value
 
 
 def _float(text: str) -> float:
@@ -107,15 +128,28 @@ def _tagged(tag: str, text: str, event: Any) -> Any:
             return None
         if name == "binary":
             return base64.decodebytes(text.encode("ascii"))
+    except IntRangeError:
+        raise _problem(INT_RANGE_PROBLEM, event) from None
     except (ValueError, KeyError, UnicodeEncodeError, binascii.Error):
-        raise _problem(f"{text!r} is not a valid !!{name}", event) from None
+        # The tag and the position, never the value: it may be a Secret's.
+        raise _problem(invalid_tag_problem(name), event) from None
     raise _problem(f"could not determine a constructor for the tag {tag!r}", event)
+
+
+def invalid_tag_problem(name: str) -> str:
+    """The message for a value its explicit tag cannot hold, on both YAML paths."""
+    return f"the value is not a valid !!{name}"
 
 
 def _scalar(event: ScalarEvent) -> Any:
     tag = event.tag
     if tag is None:  # libyaml marks an untagged plain scalar as implicit[0]; quoted ones as implicit[1]
-        return resolve_plain(event.value) if event.implicit[0] else event.value
+        if not event.implicit[0]:
+            return event.value
+        try:
+            return resolve_plain(event.value)
+        except IntRangeError:
+            raise _problem(INT_RANGE_PROBLEM, event) from None
     return _tagged(tag, event.value, event)
 
 
@@ -289,74 +323,93 @@ def _plain_ok(text: str) -> bool:
 
 
 class _Writer:
-    """Turns a document into emitter events. A container met a second time (a YAML alias in the input)
-    becomes an alias again: its first start event gets an anchor after the fact, as PyYAML's serializer
-    does, so output stays as small as the input however often an anchor is used."""
+    """Turns a document into emitter events, each emitted as soon as it is made (a list of them cost
+    ~250 bytes per value, 90 times the input for a flow list of empty mappings). A container met a
+    second time (a YAML alias in the input) becomes an alias again: a first pass finds the shared
+    ones, so their start events carry an anchor, as PyYAML's serializer does, and output stays as
+    small as the input however often an anchor is used."""
 
-    def __init__(self) -> None:
-        self.events: list[Any] = []
-        self.starts: dict[int, Any] = {}
-        self.anchors = 0
+    def __init__(self, emit: Any, shared: set[int]) -> None:
+        self.emit = emit
+        self.shared = shared
+        self.anchors: dict[int, str] = {}
 
     def write(self, value: Any) -> None:
-        out = self.events
+        emit = self.emit
         kind = type(value)
         if kind is str or isinstance(value, str):
             text = str(value)
             style = "|" if "\n" in text else None
-            out.append(ScalarEvent(None, None, (_plain_ok(text), True), text, style=style))
+            emit(ScalarEvent(None, None, (_plain_ok(text), True), text, style=style))
         elif isinstance(value, (dict, list)):
             self._collection(value)
         elif value is None:
-            out.append(ScalarEvent(None, None, (True, False), "null"))
+            emit(ScalarEvent(None, None, (True, False), "null"))
         elif kind is bool or type(value).__name__ == "ScalarBoolean":  # ruamel's booleans subclass int
-            out.append(ScalarEvent(None, None, (True, False), "true" if value else "false"))
+            emit(ScalarEvent(None, None, (True, False), "true" if value else "false"))
         elif isinstance(value, int):
-            out.append(ScalarEvent(None, None, (True, False), str(int(value))))
+            emit(ScalarEvent(None, None, (True, False), str(int(value))))
         elif isinstance(value, float):
-            out.append(
-                ScalarEvent(None, None, (True, False), _FLOAT_REPR.represent_float(float(value)).value)
-            )
+            emit(ScalarEvent(None, None, (True, False), _FLOAT_REPR.represent_float(float(value)).value))
         else:
             raise _Unsupported(type(value).__name__)
 
     def _collection(self, value: dict[Any, Any] | list[Any]) -> None:
-        start = self.starts.get(id(value))
-        if start is not None:
-            if start.anchor is None:
-                self.anchors += 1
-                start.anchor = f"id{self.anchors:03d}"
-            self.events.append(AliasEvent(start.anchor))
-            return
+        anchor = None
+        if id(value) in self.shared:
+            if id(value) in self.anchors:
+                self.emit(AliasEvent(self.anchors[id(value)]))
+                return
+            anchor = self.anchors[id(value)] = f"id{len(self.anchors) + 1:03d}"
         if isinstance(value, dict):
-            start = MappingStartEvent(None, None, True, flow_style=False)
-            self.starts[id(value)] = start
-            self.events.append(start)
+            self.emit(MappingStartEvent(anchor, None, True, flow_style=False))
             for key, item in value.items():
                 self.write(key)
                 self.write(item)
-            self.events.append(MappingEndEvent())
+            self.emit(MappingEndEvent())
         else:
-            start = SequenceStartEvent(None, None, True, flow_style=False)
-            self.starts[id(value)] = start
-            self.events.append(start)
+            self.emit(SequenceStartEvent(anchor, None, True, flow_style=False))
             for item in value:
                 self.write(item)
-            self.events.append(SequenceEndEvent())
+            self.emit(SequenceEndEvent())
+
+
+def _shared(doc: Any) -> set[int] | None:
+    """The ids of containers reachable more than once (each descended into once), or None when the
+    document holds a type the writer does not handle."""
+    seen: set[int] = set()
+    shared: set[int] = set()
+    stack = [doc]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, (dict, list)):
+            if id(value) in seen:
+                shared.add(id(value))
+                continue
+            seen.add(id(value))
+            if isinstance(value, dict):
+                stack.extend(value.keys())
+                stack.extend(value.values())
+            else:
+                stack.extend(value)
+        elif not (isinstance(value, (str, int, float)) or value is None):
+            return None
+    return shared
 
 
 def dump(doc: Any, explicit_start: bool = False) -> str | None:
     """The document as block YAML, or None when it holds a type only PyYAML's dumper knows."""
-    writer = _Writer()
-    try:
-        writer.write(doc)
-    except _Unsupported:
+    shared = _shared(doc)
+    if shared is None:
         return None
-    events = [StreamStartEvent(), DocumentStartEvent(explicit=explicit_start), *writer.events]
-    events += [DocumentEndEvent(explicit=False), StreamEndEvent()]
     stream = io.StringIO()
     emitter = CEmitter(stream, width=1 << 30, allow_unicode=True)
-    for event in events:
-        emitter.emit(event)
-    emitter.dispose()
+    try:
+        emitter.emit(StreamStartEvent())
+        emitter.emit(DocumentStartEvent(explicit=explicit_start))
+        _Writer(emitter.emit, shared).write(doc)
+        emitter.emit(DocumentEndEvent(explicit=False))
+        emitter.emit(StreamEndEvent())
+    finally:
+        emitter.dispose()
     return stream.getvalue()

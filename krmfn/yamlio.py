@@ -53,10 +53,15 @@ def _represent_str(dumper: yaml.representer.SafeRepresenter, value: str) -> yaml
 _FastDumper.add_representer(str, _represent_str)
 
 
-def check_size(text: str, limits: Limits) -> None:
+def check_size(text: str, limits: Limits, mode: Mode = "fast") -> None:
     if len(text) > limits.max_bytes:
         raise LimitExceededError(
             f"input is {len(text)} bytes, over the limit of {limits.max_bytes} (KRMFN_MAX_INPUT_BYTES)"
+        )
+    if mode == "fidelity" and len(text) > limits.max_fidelity_bytes:
+        raise LimitExceededError(
+            f"input is {len(text)} bytes, over the fidelity path's limit of {limits.max_fidelity_bytes} "
+            "(KRMFN_MAX_FIDELITY_BYTES; the fast path reads up to KRMFN_MAX_INPUT_BYTES)"
         )
 
 
@@ -142,7 +147,7 @@ def load_documents(text: str, limits: Limits) -> list[Any]:
 
 
 def _parse(text: str, mode: Mode, limits: Limits, single: bool) -> list[Any]:
-    check_size(text, limits)
+    check_size(text, limits, mode)
     try:
         if mode == "fast":
             docs = [_load_fast(text)] if single else list(yamlfast.load_all(text))
@@ -158,8 +163,13 @@ def _parse(text: str, mode: Mode, limits: Limits, single: bool) -> list[Any]:
     except Exception as err:  # both parsers raise many error types; all mean the same to a user
         raise YAMLSyntaxError(_not_utf8(text) or _describe_yaml_error(err)) from None
     aliases = _aliases_possible(text)
-    for doc in docs:
-        check_expanded(doc, limits, aliases)
+    try:
+        for doc in docs:
+            check_expanded(doc, limits, aliases)
+    except RecursionError:  # the alias measure recurses; KRMFN_MAX_DEPTH set near Python's own limit
+        raise LimitExceededError(
+            f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)"
+        ) from None
     return docs
 
 
@@ -222,7 +232,7 @@ def _load_fidelity(text: str) -> Any:
         # YAML 1.2 and libyaml allow.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return yamlrt.instance().load(text)
+            return yamlrt.load(text)
     except RuamelDuplicateKeyError as err:
         raise DuplicateKeyError(_describe_yaml_error(err)) from None
 
@@ -253,8 +263,9 @@ def dump_fast(doc: Any, explicit_start: bool = False) -> str:
 
 
 def load_all_fast(text: str, limits: Limits | None = None) -> Iterator[Any]:
-    """Parse a multi-document stream (manifests on disk or from ``kustomize build``)."""
-    yield from load_documents(text, limits or Limits())
+    """Parse a multi-document stream (manifests on disk or from ``kustomize build``), within ``limits``
+    or the ``KRMFN_MAX_*`` variables' (so a larger stream can be allowed where memory allows)."""
+    yield from load_documents(text, limits or Limits.from_env())
 
 
 def dump_all_fast(docs: list[Any]) -> str:

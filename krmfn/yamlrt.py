@@ -5,18 +5,21 @@ Imported only when the fidelity path is used: ruamel costs ~25 ms to import.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ruamel.yaml import YAML
-from ruamel.yaml.constructor import RoundTripConstructor
+from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor
 from ruamel.yaml.emitter import Emitter
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.scalarfloat import ScalarFloat
 
+from krmfn import yamlfast
 from krmfn.errors import DuplicateKeyError
 
 _INT_TAG = "tag:yaml.org,2002:int"
@@ -59,10 +62,37 @@ class _Constructor(RoundTripConstructor):
         if key in setting:
             raise _duplicate(key, key_node)
 
+    def construct_text(self, node: Any) -> Any:
+        return str(self.construct_scalar(node))
+
     def construct_yaml_int(self, node: Any) -> Any:
-        if _GO_OCTAL.match(node.value) and len(node.value.lstrip("+-")) > 1:
-            return GoOctalInt(node.value)
+        if isinstance(node.value, str):
+            try:
+                yamlfast.go_int(node.value)  # go-yaml's 64-bit range, checked before Python converts
+            except yamlfast.IntRangeError:
+                raise ConstructorError(None, None, yamlfast.INT_RANGE_PROBLEM, node.start_mark) from None
+            except ValueError:
+                pass  # ruamel's own forms; its errors are reworded by _tag_problems_without_values
+            if _GO_OCTAL.match(node.value) and len(node.value.lstrip("+-")) > 1:
+                return GoOctalInt(node.value)
         return super().construct_yaml_int(node)
+
+
+def _without_value(name: str, construct: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """``construct`` with every error reworded to the tag and the position: ruamel's own messages quote
+    the value (``invalid literal for int() with base 10: 'hunter2'``), which may be a Secret's."""
+
+    def checked(self: Any, node: Any) -> Any:
+        try:
+            return construct(self, node)
+        except ConstructorError as err:
+            if err.problem == yamlfast.INT_RANGE_PROBLEM:
+                raise
+            raise ConstructorError(None, None, yamlfast.invalid_tag_problem(name), node.start_mark) from None
+        except Exception:
+            raise ConstructorError(None, None, yamlfast.invalid_tag_problem(name), node.start_mark) from None
+
+    return checked
 
 
 def _duplicate(key: Any, key_node: Any) -> DuplicateKeyError:
@@ -72,6 +102,12 @@ def _duplicate(key: Any, key_node: Any) -> DuplicateKeyError:
 
 
 _Constructor.add_constructor(_INT_TAG, _Constructor.construct_yaml_int)
+# Kubernetes has no timestamp type: an explicit !!timestamp keeps its text, whatever it is, as on the fast
+# path (ruamel built a datetime, which hashing and JSON cannot take, or an error quoting the value).
+_Constructor.add_constructor("tag:yaml.org,2002:timestamp", _Constructor.construct_text)
+for _name in ("int", "float", "bool", "null", "binary"):
+    _tag = "tag:yaml.org,2002:" + _name
+    _Constructor.add_constructor(_tag, _without_value(_name, _Constructor.yaml_constructors[_tag]))
 
 
 class _Representer(RoundTripRepresenter):
@@ -127,6 +163,25 @@ def instance() -> YAML:
     return _INSTANCE
 
 
+@contextlib.contextmanager
+def _discarded_on_failure() -> Iterator[None]:
+    """Forget the shared instance when a load or dump is interrupted (an error, a signal): ruamel keeps
+    its emitter's state machine on the instance, and a half-written document made every later dump in
+    the process fail with "expected NodeEvent, but got DocumentStartEvent"."""
+    global _INSTANCE  # noqa: PLW0603
+    try:
+        yield
+    except BaseException:
+        _INSTANCE = None
+        raise
+
+
+def load(text: str) -> Any:
+    """One document or stream head through the shared instance (see ``_discarded_on_failure``)."""
+    with _discarded_on_failure():
+        return instance().load(text)
+
+
 def dump(doc: Any) -> str:
     """ruamel, plus one repair: a comment heading a ResourceList item stays after its ``- ``.
 
@@ -142,7 +197,8 @@ def dump(doc: Any) -> str:
         tok.value = _HEAD_MARK + tok.value
     out = io.StringIO()
     try:
-        instance().dump(doc, out)
+        with _discarded_on_failure():
+            instance().dump(doc, out)
     finally:
         for tok, value in zip(heads, originals, strict=True):
             tok.value = value

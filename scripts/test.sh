@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole suite, from nothing: test tooling in .venv, kustomize and the test control plane built from
-# the Go module proxy (cached under $KRMFN_CACHE), lint, types, import contracts, then pytest.
+# The whole suite, from nothing: test tooling in .venv, kustomize, the test control plane and the Flux
+# Operator built from the Go module proxy (cached under $KRMFN_CACHE), lint, types, import contracts,
+# then pytest.
 # This is the README's test command; .ci/run calls exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,8 @@ KUSTOMIZE=$(bash scripts/install-kustomize.sh)
 export KRMFN_KUSTOMIZE="$KUSTOMIZE"
 KRMFN_CLUSTER_BIN=$(bash tests/cluster/build.sh)
 export KRMFN_CLUSTER_BIN
+# The Flux Operator for the ResourceSet e2e tests (AGPL-3.0: built into the cache as a test tool only).
+bash tests/cluster/build-flux-operator.sh >/dev/null
 bash scripts/fetch-resourceset-crd.sh >/dev/null  # the export tests' Flux Operator CRD, into the cache
 # A real OCI registry for set-image's registry lookups (Debian's docker-registry package).
 if ! command -v docker-registry >/dev/null; then
@@ -22,6 +25,10 @@ if ! command -v docker-registry >/dev/null; then
     echo "error: set-image's registry tests need docker-registry: sudo apt-get install docker-registry" >&2; exit 1
   fi
 fi
+# The function images for tests/test_container.py, built and run under podman: scripts/install-podman.sh
+# installs the engine as root (podman, runc, podman-docker, mmdebstrap), like the registry above; the
+# images are cached by content, so an unchanged checkout spends seconds here.
+bash scripts/build-image.sh >/dev/null
 command -v kpt >/dev/null || { echo "error: kpt is required for the e2e tests (preinstalled on these machines)" >&2; exit 1; }
 
 echo "== ruff" && ruff check . && ruff format --check krmfn

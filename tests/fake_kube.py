@@ -54,6 +54,7 @@ RESOURCES = [
     Resource("", "v1", "Secret", "secrets", True),
     Resource("", "v1", "Namespace", "namespaces", False),
     Resource("batch", "v1", "Job", "jobs", True),
+    Resource("", "v1", "Pod", "pods", True),
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
 ]
 SERVER_FIELDS = ("uid", "creationTimestamp", "resourceVersion")
@@ -88,6 +89,9 @@ class FakeApi:
         self.controllers: list[Controller] = []
         self.requests: list[tuple[str, str]] = []
         """(verb, object) of every request served, in order; ``object`` is ``str(Key)``."""
+        self.log_lines: dict[tuple[str, str, bool], str] = {}
+        """(pod, container, previous) -> the log a test gives that container."""
+        self.log_requests: list[tuple[str, str, bool]] = []
         self._objects: dict[Key, Obj] = {}
         self._revision = itertools.count(1)
         self._uids = (str(uuid.UUID(int=i)) for i in itertools.count(1))
@@ -186,12 +190,13 @@ class FakeApi:
                     found.append(copy.deepcopy(obj))
             return found
 
-    def delete(self, res: Resource, name: str, namespace: str, *, uid: str = "", propagation: str) -> bool:
+    def delete(self, res: Resource, name: str, namespace: str, *, uid: str, propagation: str) -> bool:
+        assert uid, "every delete carries a UID precondition"
         key = Key(res.group, res.kind, namespace if res.namespaced else "", name)
         self._serve("delete", key)
         with self._lock:
             live = self._objects.get(key)
-            if live is None or (uid and live["metadata"]["uid"] != uid):
+            if live is None or live["metadata"]["uid"] != uid:
                 return False  # HttpApi: 404, or 409 on the UID precondition
             del self._objects[key]
             next(self._revision)
@@ -202,8 +207,11 @@ class FakeApi:
     ) -> Iterator[WatchEvent]:
         raise AssertionError("FakeApi does not model watches: use objects that are healthy once applied")
 
-    def logs(self, name: str, namespace: str, container: str, tail: int) -> str | None:
-        return None
+    def logs(
+        self, name: str, namespace: str, container: str, tail: int, previous: bool = False
+    ) -> str | None:
+        self.log_requests.append((name, container, previous))
+        return self.log_lines.get((name, container, previous))
 
     # --- for tests: the store as another client sees it ----------------------------------------------------
 

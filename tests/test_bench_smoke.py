@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from container_support import images
 from e2e import by_identity, env, tool
 
 from krmfn.yamlio import load_all_fast
@@ -37,6 +38,18 @@ def test_function_benchmarks_run_and_print_tables() -> None:
         assert f"### {title}" in stdout
     assert "| `krmfn-hash-job-names` |" in stdout
     assert "| 30 | kustomize build \\| krmfn-render --fn-config (pipe) | 1 |" in stdout
+
+
+@pytest.mark.e2e
+@pytest.mark.container
+@pytest.mark.timeout(1800)  # builds the images first when scripts/test.sh has not
+def test_container_benchmarks_run_and_print_tables() -> None:
+    images()  # the build, under this test's timeout rather than quick()'s
+    stdout = quick("container.py")
+    for title in ("### Image size", "### Cold start on a 10-item ResourceList, exec vs image"):
+        assert title in stdout
+    assert "| `set-image` |" in stdout and "| `podman run` of `true` |" in stdout
+    assert "| `kpt fn render` |" in stdout and "| `kustomize build --enable-alpha-plugins` |" in stdout
 
 
 @pytest.mark.e2e
@@ -85,3 +98,17 @@ def test_fidelity_benchmark_runs_and_a_bump_changes_only_image_lines() -> None:
     assert len(bumps) == 2, stdout
     for cells in bumps:
         assert cells[4].strip() == cells[5].strip(), f"{cells[1].strip()} changed other lines: {stdout}"
+
+
+@pytest.mark.cluster
+def test_engines_benchmark_runs_and_prints_one_table() -> None:
+    stdout = quick("engines.py")
+    assert "### Staged deploy (3 steps), three engines, median of 1 run(s)" in stdout
+    rows = [line for line in stdout.splitlines() if line.startswith("| ") and "engine" not in line]
+    assert [row.split(" | ")[0] for row in rows] == ["| krmfn apply", "| Flux Operator", "| kpt live apply"]
+
+
+def test_hostile_input_benchmarks_run_and_print_tables() -> None:
+    stdout = quick("hostile.py")
+    assert "### render-inputs: scanning text with many `<<`" in stdout
+    assert "| `'<< '` x 33,333 | 0.10 |" in stdout

@@ -1,7 +1,8 @@
 """The Dockerfile lints clean, and every FUNCTION it can be built with has a console script.
 
-There is no container engine on the test machines, so the image is checked statically: hadolint for the
-Dockerfile, and the entrypoint contract (no arguments, non-root, exec form) read from the file itself.
+These checks read the file itself (hadolint, and the entrypoint contract: no arguments, non-root, exec
+form), so they run without a container engine. tests/test_container.py builds the images and runs them
+under kpt and kustomize.
 """
 
 from __future__ import annotations
@@ -75,7 +76,13 @@ def test_final_stage_runs_one_function_as_nobody_without_a_shell() -> None:
     assert "CMD" not in words
     run = " ".join(rest for word, rest in stage if word == "RUN")
     assert "krmfn-${FUNCTION}" in run, "the entrypoint links the chosen function's console script"
-    assert "pip uninstall" in run and "--no-index" in run, "no network and no installer in the final stage"
+    assert "pip uninstall" in run, "no installer in the final stage"
+    copies = [rest for word, rest in stage if word == "COPY"]
+    assert copies == ["--from=install /opt/krmfn /opt/krmfn"], "only the venv reaches the image, no wheels"
+    install = " ".join(
+        rest for word, rest in instructions() if word == "RUN" and "/opt/krmfn/bin/python" in rest
+    )
+    assert "--no-index" in install, "the install stage installs the wheels offline"
 
 
 def test_only_the_dockerfile_names_the_base_image() -> None:
@@ -93,3 +100,16 @@ def test_only_the_dockerfile_names_the_base_image() -> None:
         and base in (ROOT / path).read_text(errors="replace")
     ]
     assert not elsewhere, f"the base image is pinned in one place only: {elsewhere}"
+
+
+def test_docs_container_md_names_every_build_argument_and_script_setting() -> None:
+    docs = (ROOT / "docs" / "container.md").read_text()
+    args = {rest.split("=")[0] for word, rest in instructions() if word == "ARG"}
+    assert args == {"PYTHON_IMAGE", "WHEELS", "FUNCTION"}
+    for arg in args:
+        assert f"| `{arg}` |" in docs, f"docs/container.md: add {arg} to the build argument table"
+    script = (ROOT / "scripts" / "build-image.sh").read_text()
+    settings = set(re.findall(r"^#   ([A-Z_]+) ", script, flags=re.MULTILINE))
+    assert settings >= {"PYTHON", "KRMFN_BASE_SUITE", "KRMFN_DEBIAN_MIRROR", "KRMFN_IMAGE_PREFIX"}
+    for name in settings:
+        assert f"`{name}`" in docs, f"docs/container.md: document build-image.sh's {name}"

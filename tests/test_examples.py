@@ -99,5 +99,5 @@ def test_every_function_has_an_example_package() -> None:
     from krmfn.registry import CANONICAL_ORDER
 
     with_examples = {p.parent.parent.name for p in PACKAGES}
-    missing = [n for n, module in CANONICAL_ORDER.items() if module.split(".")[1] not in with_examples]
+    missing = [n for n, module in CANONICAL_ORDER.items() if module.rsplit(".", 1)[-1] not in with_examples]
     assert not missing, f"functions without an example package: {missing}"

@@ -119,3 +119,75 @@ def test_usage_errors_exit_2(args: list[str], capsys: pytest.CaptureFixture[str]
 def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["export", "resourceset", "--help"]) == 0
     assert "--service-account" in capsys.readouterr().out
+
+
+TTL_JOB = """apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  namespace: apps
+  annotations: {{krmfn.dev/step: s, krmfn.dev/step-index: '0', krmfn.dev/job-base-name: migrate}}
+spec:
+  {ttl}
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{{name: main, image: app:1}}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("engine", "args"), [("resourceset", ["--name", "app", "-n", "apps"]), ("argocd", [])]
+)
+def test_a_job_with_a_ttl_is_a_warning_the_engine_would_run_it_again(
+    engine: str, args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The ResourceSet seed: do not set ttlSecondsAfterFinished on Jobs a ResourceSet manages; only
+    # krmfn apply remembers the Jobs it ran.
+    source = tmp_path / "in.yaml"
+    source.write_text(
+        TTL_JOB.format(name="migrate-0a1b2c3d", ttl="ttlSecondsAfterFinished: 60")
+        + "---\n"
+        + TTL_JOB.format(name="seed-0a1b2c3d", ttl="backoffLimit: 1")
+    )
+    assert main(["export", engine, "-f", str(source), *args]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(
+        f"krmfn export {engine}: warning: Job apps/migrate-0a1b2c3d: ttlSecondsAfterFinished on a hash-named "
+        "Job: once the TTL controller deletes it, "
+    )
+    assert "re-creates the missing Job, which runs again" in err[0]
+
+
+SECRET = """apiVersion: v1
+kind: Secret
+metadata:
+  name: db
+  namespace: apps
+  annotations: {krmfn.dev/step: s, krmfn.dev/step-index: '0'}
+stringData: {password: hunter2}
+"""
+
+
+def test_resourceset_refuses_secrets_unless_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ResourceSet is not a Secret: the embedded data would be plain text outside Secret RBAC and
+    encryption at rest (issue 15, item 13). Argo CD's export keeps Secrets as Secrets."""
+    path = tmp_path / "in.yaml"
+    path.write_text(CONFIGMAP.format(name="cm", step="s", index=0) + "---\n" + SECRET)
+    argv = ["export", "resourceset", "--name", "app", "-n", "apps", "-f", str(path)]
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        "krmfn export resourceset: Secret apps/db: a ResourceSet would hold this Secret's data in plain "
+        "text, outside Secret RBAC and Secret encryption at rest; deliver Secrets another way (SOPS, "
+        "External Secrets, a separate apply), or pass --allow-secrets to embed them anyway\n"
+    )
+    assert "hunter2" not in err
+    assert main([*argv, "--allow-secrets"]) == 0
+    assert _names(capsys.readouterr().out) == ["cm", "db"]
+    assert main(["export", "argocd", "-f", str(path)]) == 0
+    assert "kind: Secret" in capsys.readouterr().out

@@ -319,3 +319,107 @@ def test_a_scalar_rendered_into_a_mapping_is_written_where_kpt_refuses(tmp_path:
     assert code == 0, err
     (pod,) = load_all_fast((root / "pod.yaml").read_text())
     assert pod["spec"]["containers"][0]["resources"] == {"requests": {"memory": "128Mi"}}
+
+
+CANARY_SECRET = """\
+    apiVersion: v1
+    kind: Secret
+    metadata:
+      name: outside
+    stringData:
+      password: CANARYoutside42
+    """
+
+
+def _symlinked_package(tmp_path: Path) -> tuple[Path, Path]:
+    outside = tmp_path / "outside"
+    (outside / "dir").mkdir(parents=True)
+    (outside / "secret.yaml").write_text(textwrap.dedent(CANARY_SECRET))
+    (outside / "dir" / "more.yaml").write_text(textwrap.dedent(CANARY_SECRET).replace("outside", "more"))
+    root = _package(
+        tmp_path,
+        """\
+        apiVersion: kpt.dev/v1
+        kind: Kptfile
+        metadata: {name: pkg}
+        pipeline:
+          mutators:
+          - exec: krmfn-hash-job-names
+        """,
+        **{"job.yaml": JOB},
+    )
+    (root / "secret.yaml").symlink_to(outside / "secret.yaml")
+    (root / "linked").symlink_to(outside / "dir", target_is_directory=True)
+    (root / ".krmignore").symlink_to(outside / "secret.yaml")
+    return root, outside
+
+
+def _tree(directory: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(directory.rglob("*")) if p.is_file()
+    }
+
+
+def test_symlinks_are_skipped_as_kpt_skips_them(tmp_path: Path) -> None:
+    root, outside = _symlinked_package(tmp_path)
+    before = _tree(outside)
+    code, out, err = render(str(root))
+    assert code == 0, err
+    assert "CANARY" not in out + err
+    assert sorted(o["kind"] for o in load_all_fast(out) if o) == ["Job"]
+    code, _, err = render(str(root), "--in-place")
+    assert code == 0, err
+    assert _tree(outside) == before
+    assert (root / "secret.yaml").is_symlink() and (root / "linked").is_symlink()
+
+
+@pytest.mark.e2e
+def test_kpt_skips_symlinked_directories_and_follows_symlinked_files(tmp_path: Path) -> None:
+    """Pins kpt's own behaviour (1.0.0-beta.56), which krmfn diverges from on purpose for files: kpt
+    reads a symlinked file (printing a Secret from outside the package) and writes through it in place;
+    krmfn skips it, as kpt skips a symlinked directory (docs/security.md)."""
+    root, _ = _symlinked_package(tmp_path / "a")
+    kpt_root, _ = _symlinked_package(tmp_path / "b")
+    _, out, _ = render(str(root))
+    proc = run(
+        [tool("kpt"), "fn", "render", str(kpt_root), "--allow-exec", "-o", "stdout"], tmp_path, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    (listed,) = [o for o in load_all_fast(proc.stdout) if o]
+    by_kpt = sorted((o["kind"], o["metadata"]["name"]) for o in listed["items"] if o["kind"] != "Job")
+    assert by_kpt == [("Kptfile", "pkg"), ("Secret", "outside")]  # the symlinked directory's "more": no
+    assert sorted(o["kind"] for o in load_all_fast(out) if o) == ["Job"]
+
+
+@pytest.mark.parametrize(
+    ("annotation", "value"),
+    [
+        ("config.kubernetes.io/path", "../escaped.yaml"),
+        ("config.kubernetes.io/path", "OUTSIDE/escaped.yaml"),  # an absolute path outside the package
+        ("internal.config.kubernetes.io/path", "sub/../../escaped.yaml"),
+        ("internal.config.kubernetes.io/package-path", "/tmp"),
+        ("config.kubernetes.io/path", "linked/escaped.yaml"),
+    ],
+)
+def test_in_place_never_writes_outside_the_package_or_through_a_symlink(
+    tmp_path: Path, annotation: str, value: str
+) -> None:
+    from krmfn import package as pkg
+    from krmfn.errors import PipelineError
+
+    root, _ = _symlinked_package(tmp_path)
+    package = pkg.read(root, "fast")
+    job = next(o for o in package.items if o["kind"] == "Job")
+    notes = job["metadata"]["annotations"]
+    if annotation == "config.kubernetes.io/path":
+        notes.pop("internal.config.kubernetes.io/path")
+    if annotation == "internal.config.kubernetes.io/path":
+        notes.pop("config.kubernetes.io/path")  # the legacy annotation wins when both are there
+    # outside the package, and unique to this test so that no other run's leftovers can mask a write
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    notes[annotation] = value.replace("OUTSIDE", str(outside))
+    before = _tree(tmp_path)
+    with pytest.raises(PipelineError, match="krmfn render writes only inside the package"):
+        pkg.write(package, package.items, "fast")
+    assert _tree(tmp_path) == before
+    assert not outside.exists()

@@ -162,3 +162,77 @@ def test_plan_of_a_package_directory_skips_its_kustomization(capsys: pytest.Capt
     out = capsys.readouterr().out
     assert "step 0 pre-deploy" in out
     assert "Kustomization" not in out
+
+
+# --- -k: kustomize plugins and exec functions are opt-in (issue 15, item 14) --------------------------------
+
+
+def recording_kustomize(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A kustomize that records its arguments, one a line, and builds one ConfigMap."""
+    record = tmp_path / "argv"
+    fake = tmp_path / "kustomize"
+    fake.write_text(
+        f'#!/bin/sh\nfor a in "$@"; do echo "$a"; done > {record}\n'
+        "echo 'apiVersion: v1'; echo 'kind: ConfigMap'; echo 'metadata: {name: c}'\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("KRMFN_KUSTOMIZE", str(fake))
+    return record
+
+
+@pytest.mark.parametrize(
+    ("flags", "kustomize_flags"),
+    [
+        pytest.param([], [], id="default: builtins only"),
+        pytest.param(["--enable-alpha-plugins"], ["--enable-alpha-plugins"], id="plugins"),
+        pytest.param(["--enable-exec"], ["--enable-alpha-plugins", "--enable-exec"], id="exec"),
+    ],
+)
+def test_kustomize_runs_exec_functions_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str], kustomize_flags: list[str]
+) -> None:
+    record = recording_kustomize(tmp_path, monkeypatch)
+    directory = tmp_path / "-o-evil"  # a name that reads as a flag: it comes after --
+    directory.mkdir()
+    assert main(["plan", "-k", str(directory), *flags]) == 0
+    assert record.read_text().splitlines() == ["build", *kustomize_flags, "--", str(directory)]
+
+
+def test_exec_flags_belong_to_k(staged: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "-f", str(staged), "--enable-exec"]) == 2
+    err = capsys.readouterr().err
+    assert err == "krmfn plan: --enable-alpha-plugins and --enable-exec apply to -k only\n"
+
+
+EXEC_TRANSFORMER = """\
+apiVersion: example.com/v1
+kind: Marker
+metadata:
+  name: marker
+  annotations:
+    config.kubernetes.io/function: |
+      exec:
+        path: ./mark.sh
+"""
+
+
+@pytest.mark.e2e
+def test_real_kustomize_runs_a_kustomizations_binary_only_with_enable_exec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a hostile overlay can do in CI: name a binary of its own as a transformer."""
+    marker = tmp_path / "ran"
+    (tmp_path / "mark.sh").write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
+    (tmp_path / "mark.sh").chmod(0o755)
+    (tmp_path / "marker.yaml").write_text(EXEC_TRANSFORMER)
+    (tmp_path / "staged.yaml").write_text(STAGED)
+    (tmp_path / "kustomization.yaml").write_text("resources: [staged.yaml]\ntransformers: [marker.yaml]\n")
+    monkeypatch.setenv("KRMFN_KUSTOMIZE", tool("kustomize"))
+    assert main(["plan", "-k", str(tmp_path), "-n", "apps"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"krmfn plan: kustomize build {tmp_path} failed") and len(err.splitlines()) == 1
+    assert err.endswith("(krmfn runs kustomize without plugins: pass --enable-exec to run exec functions)\n")
+    assert not marker.exists()
+    assert main(["plan", "-k", str(tmp_path), "-n", "apps", "--enable-exec"]) == 0
+    assert capsys.readouterr().out == PLAN_TEXT
+    assert marker.exists()

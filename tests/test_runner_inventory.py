@@ -12,12 +12,14 @@ from fake_kube import FakeApi, Harness
 
 from krmfn.runner import jobs
 from krmfn.runner.applyset import (
-    COMPLETED_JOBS,
     GROUP_KINDS,
     ID_LABEL,
+    JOB_RECORDS,
+    LEGACY_COMPLETED_JOBS,
     NAMESPACES,
     PART_OF,
     TOOLING,
+    JobRecord,
     Parent,
     applyset_id,
 )
@@ -63,26 +65,30 @@ def widen_nothing(parent: Parent) -> None:
                 "apps",
                 "0.1.0",
                 group_kinds={"Job.batch"},
-                completed_jobs={"apps/migrate": "0f1e2d", "other/seed": "a1b2c3"},
+                jobs={
+                    "apps/migrate": JobRecord("0f1e2d", "completed"),
+                    "other/seed": JobRecord("a1b2c3", "failed"),
+                    "apps/warm": JobRecord("9a8b7c", "started"),
+                },
             ),
-            id="completed Jobs",
+            id="Job records",
         ),
     ],
 )
 def test_record_round_trips_through_the_parent_secret(parent: Parent) -> None:
     read = Parent.from_live("krmfn", "apps", "0.1.0", parent.render())
     assert read.exists
-    assert (read.group_kinds, read.namespaces, read.completed_jobs) == (
+    assert (read.group_kinds, read.namespaces, read.jobs) == (
         parent.group_kinds,
         parent.namespaces,
-        parent.completed_jobs,
+        parent.jobs,
     )
 
 
 def test_record_follows_kep_3659() -> None:
     parent = Parent(
         "krmfn", "apps", "0.1.0", group_kinds={"Job.batch", "ConfigMap"}, namespaces={"apps", "other", ""},
-        completed_jobs={"apps/b": "2", "apps/a": "1"},
+        jobs={"apps/b": JobRecord("2", "failed"), "apps/a": JobRecord("1", "completed")},
     )  # fmt: skip
     assert parent.render()["metadata"] == {
         "name": "krmfn",
@@ -92,7 +98,7 @@ def test_record_follows_kep_3659() -> None:
             TOOLING: "krmfn/v0.1.0",
             GROUP_KINDS: "ConfigMap,Job.batch",
             NAMESPACES: "other",  # the parent's own namespace is implied
-            COMPLETED_JOBS: "apps/a=1,apps/b=2",
+            JOB_RECORDS: "apps/a=1:completed,apps/b=2:failed",
         },
     }
     # The id is the KEP's: base64url(sha256("<name>.<namespace>.Secret.")), unpadded.
@@ -101,7 +107,7 @@ def test_record_follows_kep_3659() -> None:
 
 def test_parent_that_does_not_exist_reads_as_empty_and_is_not_written(h: Harness) -> None:
     parent = h.inventory().read()
-    assert (parent.exists, parent.group_kinds, parent.completed_jobs) == (False, set(), {})
+    assert (parent.exists, parent.group_kinds, parent.jobs) == (False, set(), {})
     assert h.parent() is None
     assert h.parent_writes() == []
 
@@ -192,10 +198,10 @@ def test_background_writes_store_changes_and_skip_repeats(h: Harness) -> None:
     inventory = h.inventory()
     parent = inventory.acquire(0, widen_nothing)
     inventory.write(parent)  # what the lock's write stored already
-    parent.completed_jobs["apps/migrate"] = "abc"
+    parent.jobs["apps/migrate"] = JobRecord("abc", "started")
     inventory.write(parent)
     inventory.flush()
-    assert h.annotations()[COMPLETED_JOBS] == "apps/migrate=abc"
+    assert h.annotations()[JOB_RECORDS] == "apps/migrate=abc:started"
     inventory.write(parent)
     inventory.flush()
     assert h.parent_writes() == ["create", "replace"]
@@ -264,13 +270,28 @@ def test_parent_deleted_mid_run_fails_the_write_naming_it(h: Harness) -> None:
     assert h.parent() is None
 
 
-def test_completed_jobs_round_trip_through_the_cluster(h: Harness) -> None:
+def test_job_records_round_trip_through_the_cluster(h: Harness) -> None:
     inventory = h.inventory()
     parent = inventory.acquire(0, widen_nothing)
-    parent.completed_jobs = {"apps/migrate": "0f1e2d", "other/seed": "a1b2c3"}
+    parent.jobs = {
+        "apps/migrate": JobRecord("0f1e2d", "completed"),
+        "other/seed": JobRecord("a1b2c3", "failed"),
+    }
     inventory.close(parent)
-    assert h.annotations()[COMPLETED_JOBS] == "apps/migrate=0f1e2d,other/seed=a1b2c3"
-    assert h.inventory().read().completed_jobs == {"apps/migrate": "0f1e2d", "other/seed": "a1b2c3"}
+    assert h.annotations()[JOB_RECORDS] == "apps/migrate=0f1e2d:completed,other/seed=a1b2c3:failed"
+    assert h.inventory().read().jobs == parent.jobs
+
+
+def test_records_of_krmfn_0_1_are_read_and_replaced_by_the_next_write() -> None:
+    live = Parent("krmfn", "apps", "0.1.0").render()
+    live["metadata"]["annotations"][LEGACY_COMPLETED_JOBS] = "apps/migrate=0f1e2d,junk"
+    live["metadata"]["annotations"][JOB_RECORDS] = "apps/seed=a1:failed,apps/x=no-outcome,=a:completed"
+    parent = Parent.from_live("krmfn", "apps", "0.1.0", live)
+    assert parent.jobs == {
+        "apps/migrate": JobRecord("0f1e2d", "completed", legacy=True),
+        "apps/seed": JobRecord("a1", "failed"),
+    }
+    assert LEGACY_COMPLETED_JOBS not in parent.render()["metadata"]["annotations"]
 
 
 # --- what a run records, prunes and remembers ---------------------------------------------------------------
@@ -316,9 +337,9 @@ class Cluster:
         self.api.controllers.append(complete_jobs)
         self.events: list[Event] = []
 
-    def apply(self, docs: list[Doc], **options: Any) -> Result:
+    def apply(self, docs: list[Doc], wait: bool | None = None, **options: Any) -> Result:
         self.events = []
-        plan = build_plan(docs, namespace="apps", default_timeout=30)
+        plan = build_plan(docs, namespace="apps", default_timeout=30, wait=wait)
         result = Runner(self.api, Options(namespace="apps", **options), self.events.append).run(plan)
         assert result.error is None, result.error
         return result
@@ -455,25 +476,159 @@ def test_members_kept_by_no_prune_are_pruned_by_a_later_run(cluster: Cluster) ->
     assert cluster.names("Secret") == []
 
 
-def test_completed_jobs_are_remembered_and_not_run_again_after_ttl_deletion(cluster: Cluster) -> None:
-    # The Job's step is waited for (it is not the last one): only a Job seen Complete is remembered.
+def test_jobs_are_remembered_and_not_run_again_after_ttl_deletion(cluster: Cluster) -> None:
     migrate, a = job("migrate"), configmap("a", 1)
     cluster.apply([a, migrate])
     assert cluster.applied() == [("Job.batch apps/migrate", "created"), ("ConfigMap apps/a", "created")]
-    spec_hash = jobs.spec_hash(migrate)
-    assert cluster.parent()[COMPLETED_JOBS] == f"apps/migrate={spec_hash}"
+    run = jobs.run_hash(migrate)
+    assert cluster.parent()[JOB_RECORDS] == f"apps/migrate={run}:completed"
 
     cluster.api.remove("batch/v1", "Job", "apps", "migrate")  # ttlSecondsAfterFinished
     cluster.apply([a, migrate])
     assert ("Job.batch apps/migrate", "skipped") in cluster.applied()
     assert cluster.names("Job") == []
-    assert cluster.parent()[COMPLETED_JOBS] == f"apps/migrate={spec_hash}"
+    assert cluster.parent()[JOB_RECORDS] == f"apps/migrate={run}:completed"
+
+    # A field a live Job may change (its TTL) is the same run: still not run again.
+    ttl = job("migrate")
+    ttl["spec"]["ttlSecondsAfterFinished"] = 60
+    cluster.apply([a, ttl])
+    assert ("Job.batch apps/migrate", "skipped") in cluster.applied()
 
     changed = job("migrate", image="app:2")
     cluster.apply([a, changed])
     assert ("Job.batch apps/migrate", "created") in cluster.applied()
-    assert cluster.parent()[COMPLETED_JOBS] == f"apps/migrate={jobs.spec_hash(changed)}"
+    assert cluster.parent()[JOB_RECORDS] == f"apps/migrate={jobs.run_hash(changed)}:completed"
 
     cluster.apply([a])
-    assert COMPLETED_JOBS not in cluster.parent()  # a Job no longer rendered is forgotten
+    assert JOB_RECORDS not in cluster.parent()  # a Job no longer rendered is forgotten
     assert cluster.names("Job") == []  # and pruned
+
+
+def fail_labelled_jobs(obj: Doc) -> None:
+    if obj["kind"] == "Job" and obj["metadata"].get("labels", {}).get("fails"):
+        obj["status"] = {
+            "failed": 1,
+            "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}],
+        }
+
+
+def failing(name: str, **notes: str) -> Doc:
+    doc = job(name)
+    doc["metadata"]["labels"] = {"fails": "yes"}
+    doc["metadata"]["annotations"].update(notes)
+    return doc
+
+
+def test_a_failed_job_deleted_by_ttl_is_not_run_again_and_its_step_fails(cluster: Cluster) -> None:
+    cluster.api.controllers.insert(0, fail_labelled_jobs)
+    cluster.api.controllers.remove(complete_jobs)
+    plan = build_plan([failing("migrate")], namespace="apps", default_timeout=30, wait=True)
+    first = Runner(cluster.api, Options(namespace="apps"), cluster.events.append).run(plan)
+    assert first.error is not None and "BackoffLimitExceeded" in str(first.error)
+    run = jobs.run_hash(failing("migrate"))
+    assert cluster.parent()[JOB_RECORDS] == f"apps/migrate={run}:failed"
+    cluster.api.remove("batch/v1", "Job", "apps", "migrate")  # ttlSecondsAfterFinished
+    cluster.events = []
+    again = Runner(cluster.api, Options(namespace="apps"), cluster.events.append).run(plan)
+    assert cluster.applied() == [("Job.batch apps/migrate", "skipped")]
+    assert cluster.names("Job") == []
+    assert again.error is not None
+    assert "failed before and deleted since (ttlSecondsAfterFinished); not run again" in str(again.error)
+    # recreate-on-failure runs it again
+    retry = build_plan([failing("migrate", **{"krmfn.dev/recreate-on-failure": "enabled"})],
+                       namespace="apps", default_timeout=30, wait=True)  # fmt: skip
+    cluster.events = []
+    Runner(cluster.api, Options(namespace="apps"), cluster.events.append).run(retry)
+    assert cluster.applied() == [("Job.batch apps/migrate", "created")]
+    assert cluster.names("Job") == ["migrate"]
+
+
+def test_a_job_never_seen_finishing_is_not_run_again_after_ttl_deletion(cluster: Cluster) -> None:
+    cluster.api.controllers.remove(complete_jobs)  # it runs on: the final step does not wait
+    cluster.apply([job("warm")], wait=False)
+    run = jobs.run_hash(job("warm"))
+    assert cluster.parent()[JOB_RECORDS] == f"apps/warm={run}:started"
+    cluster.api.remove("batch/v1", "Job", "apps", "warm")
+    cluster.apply([job("warm")], wait=False)
+    assert cluster.applied() == [("Job.batch apps/warm", "skipped")]
+    assert cluster.names("Job") == []
+    # and a step that waits for it takes it as done: its outcome is unknown, it is not run again
+    cluster.apply([job("warm")], wait=True)
+    assert cluster.names("Job") == []
+
+
+def test_a_completed_job_gets_new_labels_and_annotations_in_place(cluster: Cluster) -> None:
+    cluster.apply([job("migrate")])
+    uid = cluster.api.object("batch/v1", "Job", "apps", "migrate")["metadata"]["uid"]  # type: ignore[index]
+    cluster.apply([job("migrate")])
+    assert cluster.applied() == [("Job.batch apps/migrate", "unchanged")]
+    kept = job("migrate")
+    kept["metadata"]["annotations"]["krmfn.dev/prune"] = "disabled"
+    cluster.apply([kept])
+    assert cluster.applied() == [("Job.batch apps/migrate", "configured")]
+    live = cluster.api.object("batch/v1", "Job", "apps", "migrate")
+    assert live is not None and live["metadata"]["uid"] == uid
+    assert live["metadata"]["annotations"]["krmfn.dev/prune"] == "disabled"
+    cluster.apply([configmap("a")])
+    assert ("Job.batch apps/migrate", "kept", "krmfn.dev/prune: disabled") in cluster.pruned()
+
+
+def test_a_record_of_krmfn_0_1_keeps_a_ttl_deleted_job_from_running_again(cluster: Cluster) -> None:
+    migrate = job("migrate")
+    cluster.api.seed(Parent("krmfn", "apps", "0.1.0", group_kinds={"Job.batch"}).render())
+    legacy = {LEGACY_COMPLETED_JOBS: f"apps/migrate={jobs.legacy_spec_hash(migrate)}"}
+    cluster.api.annotate("v1", "Secret", "apps", "krmfn", legacy)
+    cluster.apply([migrate])
+    assert cluster.applied() == [("Job.batch apps/migrate", "skipped")]
+    notes = cluster.parent()
+    assert LEGACY_COMPLETED_JOBS not in notes
+    assert notes[JOB_RECORDS] == f"apps/migrate={jobs.run_hash(migrate)}:completed"
+
+
+def test_a_job_renamed_by_the_new_name_hash_is_not_run_again(cluster: Cluster) -> None:
+    # krmfn 0.1's hash-job-names covered backoffLimit: the same run gets another name after an upgrade.
+    old, new = job("migrate-0a1b2c3d"), job("migrate-9f8e7d6c")
+    for doc in (old, new):
+        doc["metadata"]["annotations"]["krmfn.dev/job-base-name"] = "migrate"
+    cluster.api.seed(Parent("krmfn", "apps", "0.1.0", group_kinds={"Job.batch"}).render())
+    legacy = {LEGACY_COMPLETED_JOBS: f"apps/migrate-0a1b2c3d={jobs.legacy_spec_hash(old)}"}
+    cluster.api.annotate("v1", "Secret", "apps", "krmfn", legacy)
+    cluster.apply([new])
+    assert cluster.applied() == [("Job.batch apps/migrate-9f8e7d6c", "skipped")]
+    skipped = next(e for e in cluster.events if isinstance(e, Apply))
+    assert skipped.detail.startswith("completed before as migrate-0a1b2c3d and deleted since")
+    assert cluster.names("Job") == []
+    assert cluster.parent()[JOB_RECORDS] == f"apps/migrate-9f8e7d6c={jobs.run_hash(new)}:completed"
+
+
+def test_a_failed_job_restarted_in_place_reports_its_exit_code_and_the_previous_logs(
+    cluster: Cluster,
+) -> None:
+    # restartPolicy OnFailure: the container exited 3 and was restarted in place, then killed (137) when
+    # the Job failed. The reason is the exit before the kill; its logs are the previous container's.
+    def fail_with_a_pod(obj: Doc) -> None:
+        if obj["kind"] != "Job":
+            return
+        obj["status"] = {
+            "conditions": [{"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded"}]
+        }
+        cluster.api.seed({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "migrate-x", "namespace": "apps",
+                         "labels": {"batch.kubernetes.io/job-name": "migrate"},
+                         "ownerReferences": [{"uid": obj["metadata"]["uid"]}]},
+            "status": {"phase": "Running", "containerStatuses": [{
+                "name": "m", "restartCount": 2, "state": {"terminated": {"exitCode": 137, "reason": "Error"}},
+                "lastState": {"terminated": {"exitCode": 3, "reason": "Error"}}}]},
+        })  # fmt: skip
+
+    cluster.api.controllers[:] = [fail_with_a_pod]
+    cluster.api.log_lines[("migrate-x", "m", True)] = "applying 0042\nlock timeout after 30s\n"
+    plan = build_plan([job("migrate")], namespace="apps", default_timeout=30, wait=True)
+    result = Runner(cluster.api, Options(namespace="apps"), cluster.events.append).run(plan)
+    assert result.error is not None
+    message = str(result.error)
+    assert "pod migrate-x container m: Error (exit code 3), restarted 2 times" in message
+    assert "last log lines before the restart: applying 0042 / lock timeout after 30s" in message
+    assert cluster.api.log_requests == [("migrate-x", "m", True)]

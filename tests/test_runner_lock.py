@@ -20,12 +20,14 @@ from krmfn.runner.applyset import Parent
 from krmfn.runner.errors import ClusterUnreachable, Interrupted, InventoryError, InventoryLocked
 from krmfn.runner.events import Lock
 from krmfn.runner.inventory import Inventory
-from krmfn.runner.lock import LOCK, Lease, _process_start, held_by_other
+from krmfn.runner.lock import LOCK, Lease, _boot_id, _pid_namespace, _process_start, held_by_other
 from krmfn.runner.plan import Key
 
 HOST = socket.gethostname()
 ME = f"{HOST}/{os.getpid()}"
 MY_START = _process_start(os.getpid())
+HERE = {"boot": _boot_id(), "pidns": _pid_namespace()}
+"""This machine's boot and this process's PID namespace: where a holder's pid means a process here."""
 
 
 @pytest.fixture
@@ -41,7 +43,7 @@ def at(seconds: float) -> datetime:
 
 
 def foreign(expires_in: float, *, holder: str = "ci-7/4242", run: str = "0badc0de", start: str = "") -> Lease:
-    return Lease(holder, run, since=at(-30), expires=at(expires_in), start=start)
+    return Lease(holder, run, since=at(-30), expires=at(expires_in), start=start, **HERE)
 
 
 def widen_nothing(parent: Parent) -> None:
@@ -171,7 +173,32 @@ def test_which_leases_keep_a_run_out(case: Held) -> None:
 def test_holder_is_gone_only_when_its_process_certainly_is(holder: str, start: str, gone: bool) -> None:
     if holder == "dead":
         holder = f"{HOST}/{dead_pid()}"
-    assert Lease(holder, "r", at(0), at(60), start=start).holder_gone() is gone
+    assert Lease(holder, "r", at(0), at(60), start=start, **HERE).holder_gone() is gone
+
+
+@pytest.mark.parametrize(
+    ("boot", "pidns"),
+    [
+        pytest.param(HERE["boot"], "4026531999", id="another PID namespace (a container, one hostname)"),
+        pytest.param("00000000-0000-0000-0000-000000000000", HERE["pidns"], id="another boot"),
+        pytest.param("", "", id="a lease that does not say (an older krmfn)"),
+    ],
+)
+def test_a_dead_pid_means_nothing_outside_this_boot_and_pid_namespace(boot: str, pidns: str) -> None:
+    """Two containers of one pod share a hostname but not their pids: a pid that does not exist here
+    may be a live run there, so only the lease's expiry frees its lock."""
+    lease = Lease(f"{HOST}/{dead_pid()}", "r", at(0), at(60), boot=boot, pidns=pidns)
+    assert lease.holder_gone() is False
+    assert held_by_other(lease, "mine", at(0)) == (True, "")
+    assert Lease(f"{HOST}/{dead_pid()}", "r", at(0), at(60), **HERE).holder_gone() is True
+
+
+def test_new_lease_records_this_boot_and_pid_namespace() -> None:
+    lease = Lease.new(at(0))
+    assert (lease.boot, lease.pidns) == (HERE["boot"], HERE["pidns"])
+    assert HERE["boot"] and HERE["pidns"].isdigit()
+    assert Lease.parse(lease.render()) == lease
+    assert {"boot", "pidns"} <= set(json.loads(lease.render()))
 
 
 # --- taking the lock ----------------------------------------------------------------------------------------

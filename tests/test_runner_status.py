@@ -78,11 +78,26 @@ CASES = [
         "running: 1 active, 0 succeeded, 0 failed",
         id="job-running-is-in-progress",
     ),
+    # SuccessCriteriaMet and FailureTarget are the Job controller's decisions, never reverted (the API
+    # server refuses to clear them); Complete and Failed follow once the pods have stopped. Both end the
+    # wait, so success and failure are judged alike.
     pytest.param(
         job(cond("SuccessCriteriaMet"), succeeded=1),
+        "current",
+        "success criteria met (1 succeeded)",
+        id="job-success-criteria-met-is-decided",
+    ),
+    pytest.param(
+        job(active=2, succeeded=1, failed=2, failedIndexes="1,3"),
         "in-progress",
-        "running: 0 active, 1 succeeded",
-        id="job-success-criteria-met-is-not-yet-complete",
+        "running: 2 active, 1 succeeded, 2 failed (failed indexes: 1,3; other indexes go on)",
+        id="indexed-job-with-failed-indexes-goes-on",
+    ),
+    pytest.param(
+        job(cond("Failed", reason="FailedIndexes", message="Job has failed indexes"), failedIndexes="1,3"),
+        "failed",
+        "FailedIndexes: Job has failed indexes (failed indexes: 1,3)",
+        id="indexed-job-failed-by-its-indexes-names-them",
     ),
     pytest.param(
         job(cond("Failed", reason="BackoffLimitExceeded", message="Job has reached the backoff limit")),

@@ -48,11 +48,7 @@ def _mutations(schema: dict[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
-CASES = [
-    (name, key, value)
-    for name in NAMES
-    for key, value in _mutations(SCHEMAS[load_function(name).kind])
-]
+CASES = [(name, key, value) for name in NAMES for key, value in _mutations(SCHEMAS[load_function(name).kind])]
 
 
 @pytest.mark.parametrize(("name", "key", "value"), CASES, ids=[f"{n}-{k}" for n, k, _ in CASES])

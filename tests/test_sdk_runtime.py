@@ -74,12 +74,35 @@ def run(text: str) -> tuple[dict, int]:
     ],
 )
 def test_bad_input_is_an_error_result_and_exit_1(text: str, message: str) -> None:
-    out, code = run(text)
-    assert code == 1
-    assert out["kind"] == "ResourceList"
-    (result,) = out["results"]
+    outcome = FUNCTION.outcome(text)
+    assert outcome.code == 1
+    if "ResourceList" in text:  # what kpt sends: the error comes back as a result
+        out = _load_fast(outcome.text)
+        assert out["kind"] == "ResourceList"
+        (result,) = out["results"]
+    else:  # read as a plain stream: nothing on stdout, the error on stderr only (issue 15 item 17)
+        assert outcome.text == ""
+        (result,) = [r.to_dict() for r in outcome.results]
     assert result["severity"] == "error"
     assert re.search(message, result["message"]), result["message"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "nonsense: [",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: [\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\nn: " + "9" * 30 + "\n",
+        "- a\n- b\n",
+    ],
+)
+def test_a_plain_stream_that_cannot_be_read_writes_nothing_on_stdout(text: str) -> None:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = FUNCTION.main([], stdin=io.StringIO(text), stdout=stdout, stderr=stderr)
+    assert (code, stdout.getvalue()) == (1, "")
+    assert stderr.getvalue().startswith("krmfn-example-annotate: error: ")
 
 
 def test_v1beta1_resource_lists_are_accepted() -> None:
@@ -204,7 +227,7 @@ def test_results_keep_items_and_function_config_in_the_output() -> None:
 
 def test_cli_edge_writes_resource_list_to_stdout_and_errors_to_stderr() -> None:
     stdout, stderr = io.StringIO(), io.StringIO()
-    code = FUNCTION.main([], stdin=io.StringIO("nonsense: ["), stdout=stdout, stderr=stderr)
+    code = FUNCTION.main([], stdin=io.StringIO(HEAD + "nonsense: ["), stdout=stdout, stderr=stderr)
     assert code == 1
     assert _load_fast(stdout.getvalue())["kind"] == "ResourceList"
     assert stderr.getvalue().startswith("krmfn-example-annotate: error: ")

@@ -268,6 +268,8 @@ HOSTILE = {
     ),
     "too deep": "a: " + "[" * 150 + "]" * 150 + "\n",
     "syntax": "a: [\n",
+    "integer out of range": "a: 1\nb: 99999999999999999999999\n",
+    "tagged integer out of range": "a: !!int 0x1FFFFFFFFFFFFFFFFFF\n",
     "not utf-8": "a: \udcff\n",
 }
 

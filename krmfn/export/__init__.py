@@ -18,6 +18,9 @@ from krmfn.errors import KrmfnError
 from krmfn.export import argocd, resourceset
 from krmfn.export.steps import group
 from krmfn.export.stream import read_sources
+from krmfn.jobspec import ttl_warning
+from krmfn.kobj import ref_of
+from krmfn.terminal import safe_line
 from krmfn.yamlio import dump_all_fast, dump_fast
 
 __all__ = ["main"]
@@ -50,6 +53,11 @@ def _parser() -> argparse.ArgumentParser:
     rset.add_argument(
         "--service-account", default="", metavar="NAME", help="spec.serviceAccountName to impersonate"
     )
+    rset.add_argument(
+        "--allow-secrets",
+        action="store_true",
+        help="embed Secrets (refused by default: the ResourceSet would hold their data in plain text)",
+    )
     argo = commands.add_parser(
         "argocd",
         parents=[common],
@@ -72,18 +80,29 @@ def main(argv: list[str]) -> int:
         return stop.code if isinstance(stop.code, int) else 2
     try:
         steps = group(read_sources(args.filename))
+        engine = "the Flux Operator" if args.engine == "resourceset" else "Argo CD"
+        for step in steps.steps:
+            for obj in step.items:
+                warning = ttl_warning(obj, engine)
+                if warning:
+                    sys.stderr.write(f"krmfn export {args.engine}: warning: {ref_of(obj)}: {warning}\n")
         if args.engine == "resourceset":
-            text = dump_fast(resourceset.build(steps, args.name, args.namespace, args.service_account))
+            rset = resourceset.build(
+                steps, args.name, args.namespace, args.service_account, allow_secrets=args.allow_secrets
+            )
+            text = dump_fast(rset)
         else:
             text = dump_all_fast(argocd.annotate(steps, args.hooks))
     except KrmfnError as err:
-        sys.stderr.write(f"krmfn export {args.engine}: {err}\n")
+        sys.stderr.write(safe_line(f"krmfn export {args.engine}: {err}") + "\n")
         return 1
     if args.output:
         try:
             Path(args.output).write_text(text, encoding="utf-8")
         except OSError as err:
-            sys.stderr.write(f"krmfn export {args.engine}: {args.output}: {err.strerror or err}\n")
+            sys.stderr.write(
+                safe_line(f"krmfn export {args.engine}: {args.output}: {err.strerror or err}") + "\n"
+            )
             return 1
     else:
         sys.stdout.write(text)

@@ -7,6 +7,11 @@ force and recreate-on-failure switches become the operator's own annotations.
 
 Every embedded object is a Go template for the operator (delimiters ``<<`` and ``>>``), so a literal
 ``<<`` in the rendered stream (a shell heredoc, say) is escaped to print itself.
+
+Refused, naming the object, because the operator would reject or run them differently (measured on
+the operator, tests/cluster/test_flux_operator.py): more than 20 steps, a mapping key ``<<`` (a YAML
+merge key once templated), and a namespaced object without a namespace (krmfn apply defaults it, the
+operator fails the step).
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from typing import Any
 
 from krmfn.duration import format_duration, parse_duration
 from krmfn.errors import InputError
-from krmfn.kobj import PRESERVED_KEYS, PRESERVED_PREFIXES, Obj
+from krmfn.kobj import PRESERVED_KEYS, PRESERVED_PREFIXES, Obj, ref_of
+from krmfn.scopes import Scopes
 from krmfn.steps import STEP_ANNOTATIONS, Step, Steps, describe
 from krmfn.yamlio import plain
 
@@ -35,15 +41,25 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 # Go's text/template prints a raw-string action verbatim. No spaces or quotes in it, so no YAML
 # scalar style the operator's YAML round trip may pick (folding, escaping) can split or change it.
 _LITERAL_DELIM = "<<`<<`>>"
+# The operator writes each object as YAML, templates it, then reads the text back: a key that comes out
+# as a bare << is YAML's merge key there, and no escape of ours can print it quoted.
+MERGE_KEY = "<<"
 
 
-def build(steps: Steps, name: str, namespace: str, service_account: str = "") -> Obj:
+def build(
+    steps: Steps, name: str, namespace: str, service_account: str = "", *, allow_secrets: bool = False
+) -> Obj:
     _check_names(name, namespace)
+    if not allow_secrets:
+        _refuse_secrets(steps)
     if len(steps.steps) > MAX_STEPS:
+        over = steps.steps[MAX_STEPS]
         raise InputError(
-            f"{len(steps.steps)} steps is over the ResourceSet limit of {MAX_STEPS} steps; "
+            f"{len(steps.steps)} steps is over the ResourceSet limit of {MAX_STEPS} steps (step "
+            f"{MAX_STEPS + 1}, {over.name!r}, holds {describe(over.items[0])}); "
             "merge steps in the set-steps config, or split the stream into several ResourceSets"
         )
+    _check_objects([obj for step in steps.steps for obj in step.items])
     spec: dict[str, Any] = {}
     if service_account:
         spec["serviceAccountName"] = service_account
@@ -57,11 +73,63 @@ def build(steps: Steps, name: str, namespace: str, service_account: str = "") ->
     }
 
 
+def _refuse_secrets(steps: Steps) -> None:
+    """A Secret embedded in a ResourceSet is plain text in an object that is not a Secret: readable by
+    whoever may read ResourceSets (RBAC for Secrets no longer applies), not encrypted at rest where the
+    API server encrypts Secrets only, and printed by tools that redact Secrets but not other kinds."""
+    for step in steps.steps:
+        for obj in step.items:
+            if obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1":
+                raise InputError(
+                    f"{describe(obj)}: a ResourceSet would hold this Secret's data in plain text, outside "
+                    "Secret RBAC and Secret encryption at rest; deliver Secrets another way (SOPS, "
+                    "External Secrets, a separate apply), or pass --allow-secrets to embed them anyway"
+                )
+
+
 def _check_names(name: str, namespace: str) -> None:
     if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
         raise InputError(f"--name {name!r} is not a valid object name (lowercase DNS subdomain)")
     if len(namespace) > 63 or not _DNS_LABEL.match(namespace):
         raise InputError(f"--namespace {namespace!r} is not a valid namespace name (lowercase DNS label)")
+
+
+def _check_objects(objects: list[Obj]) -> None:
+    """Refuses what the operator would reject or run differently from ``krmfn apply``."""
+    scopes = Scopes(objects)
+    for obj in objects:
+        ref = ref_of(obj)
+        if not ref.namespace and scopes.namespaced(ref.group, ref.kind):
+            # krmfn apply defaults it from -n; the operator fails the step ("namespace not specified").
+            raise InputError(
+                f"{describe(obj)} has no metadata.namespace: the Flux Operator applies objects as written "
+                "and fails on a namespaced one without it; set the namespace when rendering "
+                "(a kustomize namespace: does it)"
+            )
+        path = _merge_key(obj, "")
+        if path is not None:
+            raise InputError(
+                f"{describe(obj)}: the key '<<' at {path or '.'} cannot be handed to the Flux Operator: "
+                "after its templating the key reads as a YAML merge key, which merges the value into "
+                "the parent mapping or fails the build"
+            )
+
+
+def _merge_key(value: Any, path: str) -> str | None:
+    """The path of the first mapping holding the key ``<<``, if any."""
+    if isinstance(value, dict):
+        if MERGE_KEY in value:
+            return path
+        for key, item in value.items():
+            found = _merge_key(item, f"{path}.{key}")
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _merge_key(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _step(step: Step) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from krmfn.errors import RunnerError
 
@@ -29,11 +30,35 @@ class Resource:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     def path(self, namespace: str = "", name: str = "") -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        """The REST path; every segment percent-encoded (see ``segment``)."""
+        base = group_path(self.group, self.version)
         if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
-        base += f"/{self.plural}"
-        return f"{base}/{name}" if name else base
+            base += f"/namespaces/{segment(namespace)}"
+        base += f"/{segment(self.plural)}"
+        return f"{base}/{segment(name)}" if name else base
+
+
+class UnsafePath(RunnerError):
+    """A value that cannot be one segment of a REST path (``.``, ``..``, empty). The plan refuses such
+    names first (krmfn.names); this is the last guard, for values that come from the cluster."""
+
+
+def segment(value: str) -> str:
+    """``value`` as one path segment: percent-encoded so that ``/``, ``%``, ``?`` and ``#`` stay inside
+    it. ``.`` and ``..`` are refused: encoding leaves them as they are, and HTTP clients collapse them."""
+    if value in ("", ".", ".."):
+        raise UnsafePath(f"{value!r} cannot be a segment of a request path")
+    try:
+        return quote(value, safe="")
+    except UnicodeEncodeError:
+        raise UnsafePath(f"{value!r} is not UTF-8 text and cannot be a segment of a request path") from None
+
+
+def group_path(group: str, version: str = "") -> str:
+    """``/api/<version>`` for the core group, ``/apis/<group>[/<version>]`` for the others."""
+    if not group:
+        return f"/api/{segment(version)}"
+    return f"/apis/{segment(group)}" + (f"/{segment(version)}" if version else "")
 
 
 class ApiStatusError(RunnerError):
@@ -80,12 +105,17 @@ class Api(Protocol):
 
     def list(self, res: Resource, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
 
-    def delete(
-        self, res: Resource, name: str, namespace: str, *, uid: str = "", propagation: str
-    ) -> bool: ...
+    def delete(self, res: Resource, name: str, namespace: str, *, uid: str, propagation: str) -> bool:
+        """DELETE with a UID precondition: False when the object is gone or has another UID."""
+        ...
 
     def watch(
         self, res: Resource, name: str, namespace: str, resource_version: str, stop: threading.Event
     ) -> Iterator[WatchEvent]: ...
 
-    def logs(self, name: str, namespace: str, container: str, tail: int) -> str | None: ...
+    def logs(
+        self, name: str, namespace: str, container: str, tail: int, previous: bool = False
+    ) -> str | None:
+        """The last ``tail`` lines of a container's log (``previous``: of its run before the last restart),
+        or None when the node does not serve them."""
+        ...

@@ -2,8 +2,11 @@
 
 The ID, labels and annotations follow the KEP exactly (the format kubectl's applyset.go implements), so
 ``kubectl apply --prune --applyset`` and other ApplySet tools recognise the set. krmfn adds one
-annotation of its own, ``krmfn.dev/completed-jobs``: Jobs that completed, with the hash of the spec
-they ran, so a Job deleted by ``ttlSecondsAfterFinished`` is not run a second time.
+annotation of its own, ``krmfn.dev/jobs``: every Job it applied, with the hash of the run it started
+(jobspec.py: the spec without the fields that may change in place) and the last outcome seen, so a Job
+deleted by ``ttlSecondsAfterFinished`` is not run a second time, whether it completed, failed or was never
+seen finishing. The record is bounded: the Jobs of the last plan, at most ``MAX_JOB_RECORDS`` of them, a
+few hundred bytes each, well inside the 256 KiB the API server allows for all annotations.
 """
 
 from __future__ import annotations
@@ -11,17 +14,47 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from krmfn.names import dns_subdomain_problem, kind_problem, namespace_problem
 from krmfn.runner.errors import InventoryError
+from krmfn.runner.lock import LOCK
 
 ID_LABEL = "applyset.kubernetes.io/id"
 PART_OF = "applyset.kubernetes.io/part-of"
 TOOLING = "applyset.kubernetes.io/tooling"
 GROUP_KINDS = "applyset.kubernetes.io/contains-group-kinds"
 NAMESPACES = "applyset.kubernetes.io/additional-namespaces"
-COMPLETED_JOBS = "krmfn.dev/completed-jobs"
+JOB_RECORDS = "krmfn.dev/jobs"
+LEGACY_COMPLETED_JOBS = "krmfn.dev/completed-jobs"
+"""What krmfn 0.1 recorded (``namespace/name=<hash of the whole spec>`` of completed Jobs): read, then
+replaced by ``JOB_RECORDS`` on the next write."""
 TOOL = "krmfn"
+MAX_JOB_RECORDS = 1000
+"""At most ~170 bytes per record (namespace and name of at most 63 characters each, a 32-character hash):
+1000 of them stay under 170 KiB of the 256 KiB all annotations of an object may take."""
+
+Outcome = Literal["completed", "failed", "started"]
+OUTCOMES: tuple[Outcome, ...] = ("completed", "failed", "started")
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A Job the runner applied: the hash of the run (``legacy``: of the whole spec, as krmfn 0.1 hashed
+    it) and the last outcome seen (``started``: never seen finishing)."""
+
+    spec_hash: str
+    outcome: Outcome
+    legacy: bool = False
+
+    def render(self) -> str:
+        return f"{self.spec_hash}:{self.outcome}"
+
+
+APPLYSET_PREFIX = "applyset.kubernetes.io/"
+"""Every ApplySet label and annotation (KEP-3659) starts so; only the runner writes them."""
+INVENTORY = frozenset({JOB_RECORDS, LEGACY_COMPLETED_JOBS, LOCK})
+"""krmfn's own annotations of the parent."""
 
 
 def applyset_id(name: str, namespace: str, kind: str = "Secret", group: str = "") -> str:
@@ -43,8 +76,8 @@ class Parent:
     version: str
     group_kinds: set[str] = field(default_factory=set)
     namespaces: set[str] = field(default_factory=set)
-    completed_jobs: dict[str, str] = field(default_factory=dict)
-    """``namespace/name`` -> spec hash of Jobs that completed."""
+    jobs: dict[str, JobRecord] = field(default_factory=dict)
+    """``namespace/name`` -> what the runner knows of the Job it applied under that name."""
     exists: bool = False
 
     @property
@@ -71,10 +104,35 @@ class Parent:
         parent.exists = True
         parent.group_kinds = _split(str(annotations.get(GROUP_KINDS, "")))
         parent.namespaces = _split(str(annotations.get(NAMESPACES, "")))
-        for entry in _split(str(annotations.get(COMPLETED_JOBS, ""))):
+        parent._check_lists()
+        for entry in _split(str(annotations.get(LEGACY_COMPLETED_JOBS, ""))):
             job, _, spec_hash = entry.partition("=")
-            parent.completed_jobs[job] = spec_hash
+            if job and spec_hash:
+                parent.jobs[job] = JobRecord(spec_hash, "completed", legacy=True)
+        for entry in _split(str(annotations.get(JOB_RECORDS, ""))):
+            job, _, value = entry.partition("=")
+            spec_hash, _, outcome = value.partition(":")
+            for known in OUTCOMES:
+                if job and spec_hash and outcome == known:
+                    parent.jobs[job] = JobRecord(spec_hash, known)
         return parent
+
+    def _check_lists(self) -> None:
+        """The kinds and namespaces a prune lists and deletes in: from the cluster, so checked like the
+        plan's before they become request paths."""
+        for group_kind in sorted(self.group_kinds):
+            kind, _, group = group_kind.partition(".")
+            if kind_problem(kind) or (group and dns_subdomain_problem(group)):
+                raise InventoryError(self._tampered(GROUP_KINDS, group_kind))
+        for namespace in sorted(self.namespaces):
+            if namespace_problem(namespace):
+                raise InventoryError(self._tampered(NAMESPACES, namespace))
+
+    def _tampered(self, annotation: str, entry: str) -> str:
+        return (
+            f"ApplySet {self.namespace}/{self.name}: {annotation} lists {entry!r}, which is not a valid "
+            "entry; krmfn never writes that, so the parent was edited: fix or remove the annotation"
+        )
 
     def render(self) -> dict[str, Any]:
         annotations = {
@@ -84,8 +142,8 @@ class Parent:
         extra = sorted(ns for ns in self.namespaces if ns and ns != self.namespace)
         if extra:
             annotations[NAMESPACES] = ",".join(extra)
-        if self.completed_jobs:
-            annotations[COMPLETED_JOBS] = ",".join(f"{k}={v}" for k, v in sorted(self.completed_jobs.items()))
+        if self.jobs:
+            annotations[JOB_RECORDS] = ",".join(f"{k}={v.render()}" for k, v in sorted(self.jobs.items()))
         return {
             "apiVersion": "v1",
             "kind": "Secret",

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from krmfn.duration import SECOND, parse_duration
 from krmfn.errors import RunnerError
-from krmfn.runner.errors import Interrupted
-from krmfn.runner.plan import Plan, build_plan
+from krmfn.runner.errors import Interrupted, SourceError
+from krmfn.runner.events import Error
+from krmfn.runner.plan import Plan, build_plan, check_applyset
 from krmfn.runner.printers import format_plan, make_printer, plan_data
 from krmfn.runner.source import kustomize_build, read_files
+from krmfn.terminal import safe_line
 
 if TYPE_CHECKING:
     from krmfn.runner.api import Api
@@ -55,7 +57,12 @@ def parser(command: str) -> argparse.ArgumentParser:
     )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("-f", "--filename", action="append", metavar="FILE|DIR|-", help="manifests to apply")
-    src.add_argument("-k", "--kustomize", metavar="DIR", help="run kustomize build DIR (exec functions on)")
+    src.add_argument("-k", "--kustomize", metavar="DIR", help="run kustomize build DIR")
+    p.add_argument("--enable-alpha-plugins", action="store_true",
+                   help="-k: let kustomize run plugins and container functions (off by default)")  # fmt: skip
+    p.add_argument("--enable-exec", action="store_true",
+                   help="-k: let kustomize run exec functions, binaries the kustomizations name "
+                   "(off by default; implies --enable-alpha-plugins)")  # fmt: skip
     p.add_argument(
         "-n", "--namespace", help="namespace for namespaced objects without one, and the inventory"
     )
@@ -84,21 +91,34 @@ def parser(command: str) -> argparse.ArgumentParser:
 
 
 def _api_from_args(args: argparse.Namespace) -> Api:
-    from krmfn.runner.kube import HttpApi, load_config
+    from krmfn.runner.kube import connect
 
-    return HttpApi(load_config(args.kubeconfig, args.context), retry_budget=args.retry_timeout)
+    return connect(args.kubeconfig, args.context, retry_budget=args.retry_timeout)
+
+
+def _fail(command: str, err: RunnerError | str) -> None:
+    """The one line on stderr for an error that ends the command (escaped: it may quote the input)."""
+    sys.stderr.write(safe_line(f"krmfn {command}: {err}") + "\n")
 
 
 def main(argv: list[str], api_factory: ApiFactory = _api_from_args) -> int:
     command, rest = argv[0], argv[1:]
     if command not in ("plan", "apply"):
-        sys.stderr.write(f"krmfn: unknown runner command {command!r}\n")
+        sys.stderr.write(safe_line(f"krmfn: unknown runner command {command!r}") + "\n")
         return EXIT_USAGE
     args = parser(command).parse_args(rest)
     try:
-        docs = kustomize_build(args.kustomize) if args.kustomize else read_files(args.filename)
+        if args.kustomize:
+            docs = kustomize_build(
+                args.kustomize, alpha_plugins=args.enable_alpha_plugins or args.enable_exec,
+                enable_exec=args.enable_exec,
+            )  # fmt: skip
+        else:
+            if args.enable_alpha_plugins or args.enable_exec:
+                raise SourceError("--enable-alpha-plugins and --enable-exec apply to -k only")
+            docs = read_files(args.filename)
     except RunnerError as err:
-        sys.stderr.write(f"krmfn {command}: {err}\n")
+        _fail(command, err)
         return EXIT_USAGE
     if command == "plan" or args.dry_run == "client":
         return _plan(args, docs)
@@ -114,7 +134,7 @@ def _plan(args: argparse.Namespace, docs: list[Any]) -> int:
     try:
         plan = _make_plan(args, docs, namespace)
     except RunnerError as err:
-        sys.stderr.write(f"krmfn plan: {err}\n")
+        _fail("plan", err)
         return EXIT_USAGE
     if args.output == "json":
         import json
@@ -153,20 +173,36 @@ def _kubeconfig_namespace(args: argparse.Namespace) -> str:
 
 
 def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -> int:
+    from krmfn.runner.engine import Options, Result, Runner
+
     try:
-        _make_plan(args, docs, args.namespace or "default")  # input errors before any connection
+        # Input errors before the kubeconfig is read; the plan is made again with its namespace.
+        plan = _make_plan(args, docs, args.namespace or "default")
+        check_applyset(plan, args.applyset, args.namespace)
     except RunnerError as err:
-        sys.stderr.write(f"krmfn apply: {err}\n")
+        _fail("apply", err)
         return EXIT_USAGE
     printer = make_printer(args.output, sys.stdout)
     try:
-        api = api_factory(args)
-        namespace = args.namespace or api.default_namespace
-        plan = _make_plan(args, docs, namespace)
+        api = api_factory(args)  # reads the kubeconfig; connects only with the first request
     except RunnerError as err:
-        sys.stderr.write(f"krmfn apply: {err}\n")
+        _fail("apply", err)
+        if args.output == "json":  # the events -o json documents, for a run that never started
+            printer(Error(message=str(err)))
+            printer.summary(Result(ok=False, error=err))
+        printer.close()
         return EXIT_FAILED
-    from krmfn.runner.engine import Options, Runner
+    namespace = args.namespace or api.default_namespace
+    try:
+        plan = _make_plan(args, docs, namespace)
+        check_applyset(plan, args.applyset, namespace)
+    except RunnerError as err:
+        _fail("apply", err)
+        printer.close()
+        close = getattr(api, "close", None)
+        if close is not None:
+            close()
+        return EXIT_USAGE
 
     options = Options(
         field_manager=args.field_manager,

@@ -18,15 +18,18 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 
 import krmfn
 from krmfn.errors import RunnerError
-from krmfn.kobj import annotations_of
+from krmfn.k8snames import JOB_NAME_MAX, trim_for_suffix
+from krmfn.kobj import annotations_of, labels_of
+from krmfn.names import name_problem
 from krmfn.runner import jobs
 from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
-from krmfn.runner.applyset import PART_OF, Parent
+from krmfn.runner.applyset import ID_LABEL, PART_OF, JobRecord, Outcome, Parent
 from krmfn.runner.errors import (
     ApplyConflict,
     Forbidden,
     Interrupted,
     InvalidObject,
+    InventoryError,
     JobSpecChanged,
     ObjectError,
     StepFailed,
@@ -44,6 +47,7 @@ from krmfn.steps import index_of
 T = TypeVar("T")
 P = ParamSpec("P")
 POLL = 0.2  # how often a wait looks at the stop flag and the deadline when no event arrives
+POD_POLL = 1.0  # how often a wait lists the pods of a pending Job, to show failures as they happen
 
 
 class Clock(Protocol):
@@ -96,7 +100,10 @@ class Tracked:
     res: Resource
     live: dict[str, Any] | None
     settled: Health | None = None
-    """Health decided without the cluster (a TTL-deleted completed Job)."""
+    """Health decided without the cluster (a Job deleted by its TTL, a Job rendered suspended)."""
+    problems: list[jobs.PodProblem] = field(default_factory=list)
+    """A Job's pod failures seen while waiting: kept, since the pods may be gone when the Job fails."""
+    polled: float = -1.0
 
 
 class Runner:
@@ -113,6 +120,7 @@ class Runner:
         self._step = -1
         self._during = "start-up"
         self._inventory: Inventory | None = None
+        self._parent: Parent | None = None
 
     # --- public ------------------------------------------------------------------------------------------
 
@@ -153,8 +161,8 @@ class Runner:
             self._during = "prune"
             remaining = self._prune(plan, parent, result)
         if not self.options.dry_run:
-            current = {f"{it.key.namespace}/{it.key.name}" for it in plan.items if _is_job(it.key)}
-            parent.completed_jobs = {k: v for k, v in parent.completed_jobs.items() if k in current}
+            current = {_job_ref(it.key) for it in plan.items if _is_job(it.key)}
+            parent.jobs = {k: v for k, v in parent.jobs.items() if k in current}
             if remaining is not None:
                 # Narrow to what members remain (the KEP's superset rule): without a prune the widened
                 # sets stay, so a later prune still finds what this run left in place.
@@ -200,7 +208,8 @@ class Runner:
             monotonic=self.clock.monotonic, lease=self.options.lock_lease, renew=self.options.lock_lease / 4,
         )  # fmt: skip
         if self.options.dry_run:
-            return inventory.read()
+            self._parent = inventory.read()
+            return self._parent
 
         def widen(parent: Parent) -> None:
             # Superset first (the KEP's rule): if this run dies half-way, the next prune still finds
@@ -210,7 +219,8 @@ class Runner:
 
         self._during = "waiting for the inventory lock"
         # Members are applied only once the parent lists their kinds and this run holds the lock.
-        return inventory.acquire(self.options.lock_wait, widen)
+        self._parent = inventory.acquire(self.options.lock_wait, widen)
+        return self._parent
 
     def _inventory_of(self) -> Inventory:
         assert self._inventory is not None, "the parent is opened before anything is written"
@@ -238,6 +248,7 @@ class Runner:
                 self._check_stop()
                 tracked.append(self._apply(step, item, parent, deadline))
                 result.applied.append(str(item.key))
+            self._write_parent(parent)  # the Jobs just started are remembered before anything is awaited
             if self.options.dry_run or not step.wait:
                 self.emit(StepDone(step.index, step.name, "applied", self.clock.monotonic() - started))
                 return
@@ -252,7 +263,6 @@ class Runner:
         except RunnerError:
             self.emit(StepDone(step.index, step.name, "failed", self.clock.monotonic() - started))
             raise
-        self._remember_completed(step, tracked, parent)
         self.emit(StepDone(step.index, step.name, "healthy", self.clock.monotonic() - started))
 
     def _apply(self, step: Step, item: Item, parent: Parent, deadline: float) -> Tracked:
@@ -260,9 +270,29 @@ class Runner:
         obj = _as_member(item.obj, parent.id)
         if _is_job(item.key):
             return self._apply_job(step, item, res, obj, parent=parent, deadline=deadline)
-        live, created = self._ssa(item.key, res, obj)
+        try:
+            live, created = self._ssa(item.key, res, obj)
+        except InvalidObject as err:
+            if not (jobs.is_immutable_error(str(err)) and jobs.enabled(item.annotations, jobs.FORCE)):
+                raise
+            return self._force_recreate(step, item.key, res, obj, deadline, why=err.cause)
         self._report_apply(step, item.key, "created" if created else "configured")
         return Tracked(item.key, res, live)
+
+    def _force_recreate(
+        self, step: Step, key: Key, res: Resource, obj: dict[str, Any], deadline: float, *, why: str
+    ) -> Tracked:
+        """``krmfn.dev/force`` on a change the API server refuses in place (any kind, as the Flux Operator
+        does): delete the live object (foreground, with a UID precondition) and create it again."""
+        live = self._call(key, self.api.get, res, key.name, key.namespace)
+        detail = f"field is immutable; deleted and re-created (force): {why}"
+        if self.options.dry_run or live is None:
+            self._report_apply(step, key, "recreated", detail)
+            return Tracked(key, res, live)
+        self._delete_and_wait(step, key, res, live, deadline)
+        applied, _ = self._ssa(key, res, obj)
+        self._report_apply(step, key, "recreated", detail)
+        return Tracked(key, res, applied)
 
     def _report_apply(self, step: Step, key: Key, action: ApplyAction, detail: str = "") -> None:
         if self.options.dry_run:
@@ -327,58 +357,125 @@ class Runner:
     def _apply_job(
         self, step: Step, item: Item, res: Resource, obj: dict[str, Any], *, parent: Parent, deadline: float
     ) -> Tracked:
-        key = item.key
-        wanted = jobs.spec_hash(item.obj)
+        """A Job is applied like any object, so labels, annotations and the spec fields the API server
+        lets change on a live Job are changed in place; the API server's 422 "field is immutable" is what
+        tells a new run (re-created under ``force``, an error otherwise). A Job no longer on the cluster
+        is run again only when the inventory has no record of this run (jobspec.py says what a run is),
+        or, after a failure, under ``recreate-on-failure``."""
+        key, ref = item.key, _job_ref(item.key)
+        wanted = jobs.run_hash(item.obj)
         obj["metadata"].setdefault("annotations", {})[jobs.SPEC_HASH] = wanted
         live = self._call(key, self.api.get, res, key.name, key.namespace)
         if live is not None and (live.get("metadata") or {}).get("deletionTimestamp"):
             self._wait_gone(step, key, res, live, deadline)
             live = None
         if live is None:
-            if parent.completed_jobs.get(f"{key.namespace}/{key.name}") == wanted:
-                self._report_apply(
-                    step, key, "skipped", "completed before and deleted since (TTL); not run again"
-                )
-                return Tracked(key, res, None, settled=Health("current", "completed before (deleted since)"))
+            gone, detail = self._gone_job(step, item, res, parent, wanted)
+            if gone is not None:
+                return gone
             applied, _ = self._ssa(key, res, obj)
-            self._report_apply(step, key, "created")
-            return Tracked(key, res, applied)
-        live_hash = annotations_of(live).get(jobs.SPEC_HASH)
-        if live_hash == wanted:
-            self._report_apply(step, key, "unchanged")
-            return Tracked(key, res, live)
-        if live_hash is None and self._applies_cleanly(key, res, obj):
-            applied, _ = self._ssa(key, res, obj)  # a Job krmfn did not create: adopt it, spec unchanged
-            self._report_apply(step, key, "configured", "adopted")
-            return Tracked(key, res, applied)
-        if not jobs.enabled(item.annotations, jobs.FORCE):
-            raise JobSpecChanged(
-                str(key),
-                "the rendered spec differs from the live Job's, and a Job's spec cannot be changed; "
-                "run hash-job-names so every change gets a new Job name, or annotate the Job with "
-                f"{jobs.FORCE[0]}: enabled to delete and re-create it",
-            )
-        if self.options.dry_run:
-            self._report_apply(
-                step, key, "recreated", "spec changed; would be deleted and re-created (force)"
-            )
-            return Tracked(key, res, live)
-        self._delete_and_wait(step, key, res, live, deadline)
-        applied, _ = self._ssa(key, res, obj)
-        self._report_apply(step, key, "recreated", "spec changed (force)")
-        return Tracked(key, res, applied)
-
-    def _applies_cleanly(self, key: Key, res: Resource, obj: dict[str, Any]) -> bool:
+            self._record(ref, wanted, "started")
+            self._report_apply(step, key, "created", detail)
+            return self._suspended_as_rendered(step, item, Tracked(key, res, applied))
         try:
-            self._ssa(key, res, obj, dry_run=True)
-        except InvalidObject:
-            return False  # an immutable-field error: the spec really differs
-        return True
+            applied, _ = self._ssa(key, res, obj)
+        except InvalidObject as err:
+            if not jobs.is_immutable_error(str(err)):
+                raise
+            if not jobs.enabled(item.annotations, jobs.FORCE):
+                raise JobSpecChanged(
+                    str(key),
+                    "the rendered spec differs from the live Job's in fields a Job cannot change "
+                    f"({err.cause.removeprefix('invalid: ')}); run hash-job-names so every change gets a "
+                    f"new Job name, or annotate the Job with {jobs.FORCE[0]}: enabled to delete and "
+                    "re-create it",
+                ) from None
+            tracked = self._force_recreate(step, key, res, obj, deadline, why="spec changed")
+            self._record(ref, wanted, "started")
+            return self._suspended_as_rendered(step, item, tracked)
+        previous = annotations_of(live).get(jobs.SPEC_HASH)
+        record = parent.jobs.get(ref)
+        if not _changed(live, applied):
+            action: ApplyAction = "unchanged"
+            detail = ""
+        elif previous is None:
+            action, detail = "configured", "adopted"
+        else:
+            action, detail = "configured", "changed in place (fields a live Job may change)"
+        self._report_apply(step, key, action, detail)
+        outcome = jobs.outcome_of(applied) or (
+            record.outcome if record is not None and _same_run(record, wanted, item.obj) else "started"
+        )
+        self._record(ref, wanted, outcome)
+        return self._suspended_as_rendered(step, item, Tracked(key, res, applied))
+
+    def _gone_job(
+        self, step: Step, item: Item, res: Resource, parent: Parent, wanted: str
+    ) -> tuple[Tracked | None, str]:
+        """A Job not on the cluster: (tracked, "") when this run is recorded and is not run again, else
+        (None, detail of the create). A record under an older hashed name of the same base counts too:
+        hash-job-names renamed the same run when its hash stopped covering the fields a live Job may
+        change."""
+        key, ref = item.key, _job_ref(item.key)
+        record, ran_as = parent.jobs.get(ref), ""
+        if record is None or not _same_run(record, wanted, item.obj):
+            record, ran_as = self._renamed_run(item, parent, wanted)
+            if record is None:
+                return None, ""
+        self._record(ref, wanted, record.outcome)  # recorded again under this name and run hash
+        where = f" as {ran_as}" if ran_as else ""
+        if record.outcome == "failed":
+            if jobs.enabled(item.annotations, jobs.RECREATE_ON_FAILURE):
+                return None, f"failed before{where} and deleted since; run again (recreate-on-failure)"
+            why = (
+                f"failed before{where} and deleted since (ttlSecondsAfterFinished); not run again: change "
+                f"its spec, or annotate it with {jobs.RECREATE_ON_FAILURE[0]}: enabled to retry it"
+            )
+            self._report_apply(step, key, "skipped", why)
+            return Tracked(key, res, None, settled=Health("failed", why)), ""
+        if record.outcome == "completed":
+            why = f"completed before{where} and deleted since (ttlSecondsAfterFinished); not run again"
+        else:
+            why = (
+                f"applied before{where} and deleted since, never seen finishing (its step did not wait); "
+                "not run again"
+            )
+        self._report_apply(step, key, "skipped", why)
+        return Tracked(key, res, None, settled=Health("current", why)), ""
+
+    def _renamed_run(self, item: Item, parent: Parent, wanted: str) -> tuple[JobRecord | None, str]:
+        """The record of this run under another hashed name of the same ``krmfn.dev/job-base-name``."""
+        base = item.annotations.get(jobs.JOB_BASE_NAME)
+        if not isinstance(base, str) or not base:
+            return None, ""
+        prefix = f"{item.key.namespace}/{trim_for_suffix(base, JOB_NAME_MAX - 9)}-"
+        for ref, record in sorted(parent.jobs.items()):
+            suffix = ref.removeprefix(prefix)
+            if ref.startswith(prefix) and len(suffix) == 8 and _same_run(record, wanted, item.obj):
+                return record, ref.partition("/")[2]
+        return None, ""
+
+    def _suspended_as_rendered(self, step: Step, item: Item, tracked: Tracked) -> Tracked:
+        """A Job rendered with ``suspend: true`` cannot complete until someone resumes it: a step that
+        waits for it fails at once rather than at its timeout. (A Job suspended on the cluster by another
+        controller, such as a queue, is waited for: it is resumed when admitted.)"""
+        if (item.obj.get("spec") or {}).get("suspend") is True and step.wait and not self.options.dry_run:
+            tracked.settled = Health(
+                "failed",
+                "suspended (spec.suspend: true as rendered): it cannot complete until resumed, so the step "
+                "fails instead of waiting for its timeout; set suspend: false (applied in place), or put "
+                'the Job in a final step with krmfn.dev/wait: "false"',
+            )
+        return tracked
+
+    def _record(self, ref: str, spec_hash: str, outcome: Outcome) -> None:
+        if self._parent is not None:
+            self._parent.jobs[ref] = JobRecord(spec_hash, outcome)
 
     def _delete_and_wait(
         self, step: Step, key: Key, res: Resource, live: dict[str, Any], deadline: float
     ) -> None:
-        uid = str((live.get("metadata") or {}).get("uid", ""))
+        uid = _uid_of(key, live)
         self._call(key, self.api.delete, res, key.name, key.namespace, uid=uid, propagation="Foreground")
         self._wait_gone(step, key, res, live, deadline)
 
@@ -405,19 +502,6 @@ class Runner:
         finally:
             watcher.close()
 
-    def _remember_completed(self, step: Step, tracked: list[Tracked], parent: Parent) -> None:
-        changed = False
-        for t in tracked:
-            if not _is_job(t.key) or t.live is None:
-                continue
-            spec_hash = annotations_of(t.live).get(jobs.SPEC_HASH)
-            job = f"{t.key.namespace}/{t.key.name}"
-            if spec_hash and parent.completed_jobs.get(job) != spec_hash:
-                parent.completed_jobs[job] = str(spec_hash)
-                changed = True
-        if changed and not self.options.dry_run:
-            self._write_parent(parent)
-
     # --- waiting -----------------------------------------------------------------------------------------
 
     def _wait(
@@ -428,9 +512,9 @@ class Runner:
         watcher = Watcher(self.api, self.clock.sleep)
         try:
             for t in tracked:
-                states[t.key] = t.settled or health(t.live)
+                states[t.key] = self._health(t, t.live)
                 self._status(step, t.key, states[t.key], started, quiet)
-                self._fail_if_failed(step, t, t.live, states[t.key])
+                self._settle(step, t, t.live, states[t.key])
                 if not states[t.key].done:
                     version = str(((t.live or {}).get("metadata") or {}).get("resourceVersion", ""))
                     watcher.follow(Watched(t.key, t.res, version))
@@ -438,6 +522,12 @@ class Runner:
             if pending and not quiet:
                 self.emit(Wait(step.index, [str(k) for k in pending], step.timeout))
             while any(not h.done for h in states.values()):
+                for t in tracked:
+                    if _is_job(t.key) and not states[t.key].done and self._poll_pods(t):
+                        new = self._health(t, t.live)
+                        if new != states[t.key]:
+                            states[t.key] = new
+                            self._status(step, t.key, new, started, quiet)
                 waiting = [(str(k), h.message) for k, h in states.items() if not h.done]
                 update = self._next(watcher, deadline, step, waiting)
                 if update is None:
@@ -447,15 +537,51 @@ class Runner:
                     raise _as_object_error(key, obj) if isinstance(obj, ApiStatusError) else obj
                 t = by_key[key]
                 t.live = obj
-                new = health(obj)
+                new = self._health(t, obj)
                 if new.state == "not-found":
                     new = Health("in-progress", "deleted; waiting for it to come back")
                 if new != states[key]:
                     states[key] = new
                     self._status(step, key, new, started, quiet)
-                self._fail_if_failed(step, t, obj, new)
+                self._settle(step, t, obj, new)
         finally:
             watcher.close()
+
+    def _health(self, t: Tracked, live: dict[str, Any] | None) -> Health:
+        """The object's health; for a Job still running, with the pod failures seen so far (a Job whose
+        podFailurePolicy ignores them, or one restarting in place, shows them long before it fails)."""
+        if t.settled is not None:
+            return t.settled
+        found = health(live)
+        if _is_job(t.key) and found.state == "in-progress" and t.problems:
+            return Health(found.state, f"{found.message}; {jobs.summary(t.problems)}")
+        return found
+
+    def _poll_pods(self, t: Tracked) -> bool:
+        """Lists the pods of the running Job ``t`` at most every POD_POLL seconds; whether its pod
+        failures changed."""
+        now = self.clock.monotonic()
+        if t.live is None or (t.polled >= 0 and now - t.polled < POD_POLL):
+            return False
+        t.polled = now
+        found = jobs.pod_problems(self._job_pods(t.key, t.live), t.live.get("spec") or {})
+        if not found or found == t.problems:
+            return False  # pods of a finished attempt may be gone: keep what was seen
+        t.problems = found
+        return True
+
+    def _job_pods(self, key: Key, job: dict[str, Any]) -> list[dict[str, Any]]:
+        try:
+            pods_res = self.api.resource("v1", "Pod")
+            pods = self.api.list(pods_res, key.namespace, f"batch.kubernetes.io/job-name={key.name}")
+        except RunnerError:
+            return []  # pod details are a courtesy: the Job's own status decides
+        uid = (job.get("metadata") or {}).get("uid")
+        return [
+            p
+            for p in pods
+            if any(o.get("uid") == uid for o in (p.get("metadata") or {}).get("ownerReferences") or [])
+        ]
 
     def _next(
         self, watcher: Watcher, deadline: float, step: Step, waiting: list[tuple[str, str]]
@@ -475,33 +601,34 @@ class Runner:
                 Status(step.index, str(key), state.state, state.message, self.clock.monotonic() - started)
             )
 
-    def _fail_if_failed(self, step: Step, t: Tracked, live: dict[str, Any] | None, state: Health) -> None:
+    def _settle(self, step: Step, t: Tracked, live: dict[str, Any] | None, state: Health) -> None:
+        """A Job's outcome goes into the inventory's record as soon as it is known; a failure ends the
+        step, with the pods' exit codes and last log lines."""
+        if not state.done:
+            return
+        parent, ref = self._parent, _job_ref(t.key)
+        if _is_job(t.key) and t.settled is None and live is not None and parent is not None:
+            record = parent.jobs.get(ref)
+            if record is not None:
+                self._record(ref, record.spec_hash, "completed" if state.state == "current" else "failed")
+                self._write_parent(parent)
         if state.state != "failed":
             return
         reason = state.message
         if _is_job(t.key) and live is not None:
-            reason += self._job_failure_details(t.key, live)
+            reason += self._job_failure_details(t, live)
         raise StepFailed(step.name, str(t.key), reason)
 
-    def _job_failure_details(self, key: Key, job: dict[str, Any]) -> str:
-        try:
-            pods_res = self.api.resource("v1", "Pod")
-            pods = self.api.list(pods_res, key.namespace, f"batch.kubernetes.io/job-name={key.name}")
-        except RunnerError:
-            return ""  # the details are a courtesy: the failure itself is already known
-        uid = (job.get("metadata") or {}).get("uid")
-        pods = [
-            p
-            for p in pods
-            if any(o.get("uid") == uid for o in (p.get("metadata") or {}).get("ownerReferences") or [])
-        ]
+    def _job_failure_details(self, t: Tracked, job: dict[str, Any]) -> str:
+        found = jobs.pod_problems(self._job_pods(t.key, job), job.get("spec") or {}) or t.problems
         parts = []
-        failures = jobs.pod_failures(pods)
-        for pod, container, why in failures[-3:]:
-            text = f"pod {pod}" + (f" container {container}" if container else "") + f": {why}"
-            log = self.api.logs(pod, key.namespace, container, 5) if container else None
-            if log and log.strip():
-                text += " | last log lines: " + " / ".join(line for line in log.strip().splitlines()[-5:])
+        for problem in found[-3:]:
+            text = problem.describe()
+            if problem.container:
+                log = self.api.logs(problem.pod, t.key.namespace, problem.container, 5, problem.previous)
+                if log and log.strip():
+                    which = "last log lines before the restart" if problem.previous else "last log lines"
+                    text += f" | {which}: " + " / ".join(log.strip().splitlines()[-5:])
             parts.append(text)
         return "; " + "; ".join(parts) if parts else ""
 
@@ -510,6 +637,7 @@ class Runner:
     def _prune(self, plan: Plan, parent: Parent, result: Result) -> list[Key]:
         """Deletes members no longer rendered; returns those that stay (opted out, or not deletable)."""
         current = {it.key for it in plan.items}
+        parent_key = Key("", "Secret", parent.namespace, parent.name)
         namespaces = sorted(parent.namespaces | {parent.namespace})
         found: list[tuple[dict[str, Any], Resource]] = []
         for group_kind in sorted(parent.group_kinds):
@@ -522,7 +650,21 @@ class Runner:
                 self._check_stop()
                 key = Key(group, kind, namespace, "")
                 listed = self._call(key, self.api.list, res, namespace, f"{PART_OF}={parent.id}")
-                found.extend((obj, res) for obj in listed if key_of(obj) not in current)
+                for obj in listed:
+                    found_key = key_of(obj)
+                    if found_key in current:
+                        continue
+                    if found_key == parent_key or ID_LABEL in labels_of(obj):
+                        # A parent (this one, given the member label by an older run, or another set's)
+                        # holds an inventory: deleting it would orphan every member for good.
+                        self.emit(Prune(str(found_key), "kept", "an ApplySet parent is never pruned"))
+                        continue
+                    if found_key.namespace != namespace or name_problem(group, kind, found_key.name):
+                        raise InventoryError(
+                            f"listing {key.group_kind} in {namespace or 'the cluster'} returned "
+                            f"{found_key}, which is not an object of that listing; nothing was pruned"
+                        )
+                    found.append((obj, res))
 
         def order(entry: tuple[dict[str, Any], Resource]) -> tuple[int, int, Key]:
             obj = entry[0]
@@ -532,7 +674,6 @@ class Runner:
         remaining: list[Key] = []
         for obj, res in sorted(found, key=order):
             key = key_of(obj)
-            meta = obj.get("metadata") or {}
             if str(annotations_of(obj).get(jobs.PRUNE, "")).lower() == "disabled":
                 self.emit(Prune(str(key), "kept", f"{jobs.PRUNE}: disabled"))
                 remaining.append(key)
@@ -541,7 +682,7 @@ class Runner:
                 self.emit(Prune(str(key), "dry-run", "would be deleted"))
                 continue
             self._check_stop()
-            uid = str(meta.get("uid", ""))
+            uid = _uid_of(key, obj)
             deleted = self._call(
                 key, self.api.delete, res, key.name, key.namespace, uid=uid, propagation="Background"
             )
@@ -570,8 +711,40 @@ class Runner:
             raise UnknownKind(str(key), str(err)) from None
 
 
+def _uid_of(key: Key, live: dict[str, Any]) -> str:
+    """The UID a delete of ``key`` is conditioned on, from ``live`` only if ``live`` is that object: a
+    delete must never reach an object other than the one whose name and namespace were checked."""
+    meta = live.get("metadata") or {}
+    if (str(meta.get("name", "")), str(meta.get("namespace") or "")) != (key.name, key.namespace):
+        raise ObjectError(str(key), "the API server answered with another object; not deleting anything")
+    uid = str(meta.get("uid") or "")
+    if not uid:
+        raise ObjectError(str(key), "the live object has no uid; not deleting it without one")
+    return uid
+
+
 def _is_job(key: Key) -> bool:
     return key.group == "batch" and key.kind == "Job"
+
+
+def _job_ref(key: Key) -> str:
+    return f"{key.namespace}/{key.name}"
+
+
+def _same_run(record: JobRecord, wanted: str, job: dict[str, Any]) -> bool:
+    """Whether ``record`` is of the run ``job`` would start (a record of krmfn 0.1 hashed the whole spec)."""
+    return record.spec_hash == (jobs.legacy_spec_hash(job) if record.legacy else wanted)
+
+
+def _changed(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether an apply changed what the object says (spec, labels, annotations), as the server answered:
+    a server dry run answers with the object it would store, without a new resourceVersion."""
+
+    def view(obj: dict[str, Any]) -> tuple[Any, ...]:
+        meta = obj.get("metadata") or {}
+        return obj.get("spec"), meta.get("labels") or {}, meta.get("annotations") or {}
+
+    return view(before) != view(after)
 
 
 def _as_member(obj: dict[str, Any], applyset_id: str) -> dict[str, Any]:

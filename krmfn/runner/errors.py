@@ -3,6 +3,7 @@
 RunnerError (krmfn.errors)
 ├── SourceError           the input stream cannot be read or built (-f/-k)
 ├── ClusterUnreachable    the API server did not answer, even after retries
+├── KubeconfigError       the kubeconfig cannot be read or used, or its exec credential plugin failed
 ├── ObjectError           the API server refused one object; ``ref`` names it
 │   ├── InvalidObject     422: the object does not validate
 │   ├── Forbidden         403: RBAC does not allow the request
@@ -31,6 +32,7 @@ __all__ = [
     "InventoryError",
     "InventoryLocked",
     "JobSpecChanged",
+    "KubeconfigError",
     "ObjectError",
     "RunnerError",
     "SourceError",
@@ -46,6 +48,11 @@ class SourceError(RunnerError):
 
 class ClusterUnreachable(RunnerError):
     """Connecting to the API server failed after the retries."""
+
+
+class KubeconfigError(RunnerError):
+    """The kubeconfig cannot be read or used, or its credentials (an exec plugin) failed. Never quotes
+    the kubeconfig's text or the plugin's output: both may hold credentials."""
 
 
 class ObjectError(RunnerError):

@@ -25,14 +25,14 @@ from typing import Any
 from krmfn.errors import RunnerError
 from krmfn.kobj import annotations_of
 from krmfn.runner.api import Api
-from krmfn.runner.applyset import COMPLETED_JOBS, GROUP_KINDS, NAMESPACES, TOOLING, Parent
+from krmfn.runner.applyset import GROUP_KINDS, JOB_RECORDS, LEGACY_COMPLETED_JOBS, NAMESPACES, TOOLING, Parent
 from krmfn.runner.errors import InventoryError, InventoryLocked, ObjectError
 from krmfn.runner.events import Event, Lock
 from krmfn.runner.lock import LEASE, LOCK, RENEW, Lease, held_by_other
 from krmfn.runner.plan import Key
 
 Call = Callable[..., Any]
-OWNED = (TOOLING, GROUP_KINDS, NAMESPACES, COMPLETED_JOBS, LOCK)
+OWNED = (TOOLING, GROUP_KINDS, NAMESPACES, JOB_RECORDS, LEGACY_COMPLETED_JOBS, LOCK)
 """The parent's annotations krmfn writes; a write replaces exactly these."""
 LOCK_POLL = 0.5
 CONFLICT_RETRIES = 5

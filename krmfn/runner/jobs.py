@@ -1,22 +1,40 @@
-"""Job rules that need no cluster: spec hashes, the force/recreate annotations, failure details."""
+"""Job rules that need no cluster: run hashes, outcomes, the force/recreate annotations, and what the
+pods of a Job say about why it fails (exit codes, restarts, the podFailurePolicy rule that matched)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+from dataclasses import dataclass
 from typing import Any
 
+from krmfn.jobspec import digest, run_identity
+from krmfn.runner.applyset import Outcome
 from krmfn.yamlio import plain
 
 SPEC_HASH = "krmfn.dev/applied-spec-hash"
 FORCE = ("krmfn.dev/force", "fluxcd.controlplane.io/force")
 RECREATE_ON_FAILURE = ("krmfn.dev/recreate-on-failure", "fluxcd.controlplane.io/recreateOnFailure")
 PRUNE = "krmfn.dev/prune"
+JOB_BASE_NAME = "krmfn.dev/job-base-name"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+# Waiting reasons of a container that will not start by itself: shown at once while waiting.
+STUCK_REASONS = frozenset(
+    {"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError",
+     "CreateContainerError", "RunContainerError"}
+)  # fmt: skip
 
 
-def spec_hash(job: dict[str, Any]) -> str:
-    """sha256 of the rendered spec, canonical JSON. Stamped on the Job when applied: comparing it with the
-    next rendering tells "unchanged" from "changed" without comparing against server-defaulted fields."""
+def run_hash(job: dict[str, Any]) -> str:
+    """sha256 of the spec without the fields the API server lets change on a live Job (krmfn/jobspec.py),
+    canonical JSON. Stamped on the Job and kept in the inventory's record: equal hashes, the same run, so
+    a Job deleted by its TTL is not run again when only its TTL (or another mutable field) changed."""
+    return digest(run_identity(plain(job.get("spec") or {})), 32)
+
+
+def legacy_spec_hash(job: dict[str, Any]) -> str:
+    """What krmfn 0.1 stamped and recorded: sha256 of the whole spec. Read to recognise its records."""
     canonical = json.dumps(plain(job.get("spec") or {}), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
@@ -25,32 +43,159 @@ def enabled(annotations: dict[str, Any], keys: tuple[str, ...]) -> bool:
     return any(str(annotations.get(key, "")).lower() == "enabled" for key in keys)
 
 
-def is_failed(job: dict[str, Any] | None) -> bool:
-    if job is None:
-        return False
-    for cond in (job.get("status") or {}).get("conditions") or []:
-        if cond.get("type") in ("Failed", "FailureTarget") and cond.get("status") == "True":
+def _true(job: dict[str, Any] | None, *types: str) -> bool:
+    for cond in ((job or {}).get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") in types and cond.get("status") == "True":
             return True
     return False
 
 
-def pod_failures(pods: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
-    """(pod, container, why) for every terminated container of every failed pod, oldest pod first."""
-    found = []
+def is_failed(job: dict[str, Any] | None) -> bool:
+    """Failed, or FailureTarget: the Job controller's decision, never reverted; Failed follows once the
+    pods have stopped."""
+    return _true(job, "Failed", "FailureTarget")
+
+
+def outcome_of(job: dict[str, Any] | None) -> Outcome | None:
+    """``completed`` (Complete, or SuccessCriteriaMet: decided, Complete follows), ``failed``, or None."""
+    if is_failed(job):
+        return "failed"
+    if _true(job, "Complete", "SuccessCriteriaMet"):
+        return "completed"
+    return None
+
+
+IMMUTABLE_MESSAGES = re.compile(
+    r"is\s+immutable|immutable\s+field|cannot change roleRef"
+    r"|updates to statefulset spec for fields other than"
+)
+"""How the API server says a field cannot change: built-in validation (``field is immutable``), CEL rules
+of CRDs (``immutable field``), the StatefulSet and RoleBinding wordings. Only these 422s let
+``krmfn.dev/force`` delete an object: any other 422 would refuse the re-created object too."""
+
+
+def is_immutable_error(message: str) -> bool:
+    return bool(IMMUTABLE_MESSAGES.search(message))
+
+
+@dataclass(frozen=True)
+class PodProblem:
+    """Why one container of one pod of a Job failed or cannot start."""
+
+    pod: str
+    container: str
+    why: str
+    previous: bool = False
+    """The failure is the container's previous run (restarted in place): its logs need ``previous``."""
+    index: str | None = None
+    action: str | None = None
+    """The podFailurePolicy action that matched this failure (``Ignore``: not counted), if any."""
+
+    def describe(self) -> str:
+        where = f"pod {self.pod}" + (f" (index {self.index})" if self.index is not None else "")
+        where += f" container {self.container}" if self.container else ""
+        text = f"{where}: {self.why}"
+        if self.action == "Ignore":
+            text += " (ignored by the podFailurePolicy: not counted as a failure)"
+        elif self.action:
+            text += f" (podFailurePolicy: {self.action})"
+        return text
+
+
+def _terminated_text(term: dict[str, Any]) -> str:
+    why = f"{term.get('reason') or 'terminated'} (exit code {term.get('exitCode')})"
+    if term.get("message"):
+        why += f": {str(term['message']).strip()}"
+    return why
+
+
+def _container_problems(pod: str, index: str | None, status: dict[str, Any], phase: str) -> list[PodProblem]:
+    name = str(status.get("name", ""))
+    state, last = status.get("state") or {}, status.get("lastState") or {}
+    term, last_term = state.get("terminated") or {}, last.get("terminated") or {}
+    restarts = status.get("restartCount") or 0
+    again = f", restarted {restarts} time{'s' if restarts != 1 else ''}" if restarts else ""
+    if last_term and last_term.get("exitCode") not in (0, None):
+        # Restarted in place (restartPolicy OnFailure): the previous run holds the true reason; a kill
+        # when the Job stopped (exit 137) only ends the story.
+        why = _terminated_text(last_term) + again
+        if term:
+            why += f"; its last run ended with {_terminated_text(term)}"
+        return [PodProblem(pod, name, why, previous=True, index=index)]
+    if term and term.get("exitCode") not in (0, None):
+        return [PodProblem(pod, name, _terminated_text(term) + again, index=index)]
+    waiting = state.get("waiting") or {}
+    if phase != "Failed" and waiting.get("reason") in STUCK_REASONS:
+        why = f"waiting: {waiting['reason']}" + (f": {waiting['message']}" if waiting.get("message") else "")
+        return [PodProblem(pod, name, why, index=index)]
+    return []
+
+
+def _statuses(pod_status: dict[str, Any]) -> list[Any]:
+    return [*(pod_status.get("initContainerStatuses") or []), *(pod_status.get("containerStatuses") or [])]
+
+
+def pod_problems(pods: list[dict[str, Any]], job_spec: dict[str, Any] | None = None) -> list[PodProblem]:
+    """Every failed or stuck container of ``pods``, oldest pod first: a failed pod's terminated
+    containers, and a running pod's containers that restarted after a failure (restartPolicy OnFailure:
+    ``lastState.terminated``) or wait for something that will not come by itself. A failed pod's match in
+    the Job's podFailurePolicy is given too, as the Job controller would find it."""
+    found: list[PodProblem] = []
     pods = sorted(pods, key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp", "")))
     for pod in pods:
-        status = pod.get("status") or {}
-        if status.get("phase") != "Failed":
-            continue
-        name = str((pod.get("metadata") or {}).get("name", ""))
-        for container in status.get("containerStatuses") or []:
-            term = (container.get("state") or {}).get("terminated")
-            if not term:
-                continue
-            why = f"{term.get('reason') or 'terminated'} (exit code {term.get('exitCode')})"
-            if term.get("message"):
-                why += f": {str(term['message']).strip()}"
-            found.append((name, str(container.get("name", "")), why))
-        if not status.get("containerStatuses") and status.get("reason"):
-            found.append((name, "", f"{status['reason']}: {status.get('message', '')}".rstrip(": ")))
+        meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+        phase = str(status.get("phase", ""))
+        name = str(meta.get("name", ""))
+        notes = meta.get("annotations") or {}
+        index = str(notes[COMPLETION_INDEX]) if COMPLETION_INDEX in notes else None
+        problems: list[PodProblem] = []
+        for container in _statuses(status):
+            if isinstance(container, dict):
+                problems.extend(_container_problems(name, index, container, phase))
+        if phase == "Failed" and not problems and status.get("reason"):
+            text = f"{status['reason']}: {status.get('message', '')}".rstrip(": ")
+            problems.append(PodProblem(name, "", text, index=index))
+        if phase == "Failed" and job_spec is not None:
+            action = policy_action(job_spec, pod)
+            problems = [PodProblem(p.pod, p.container, p.why, p.previous, p.index, action) for p in problems]
+        found.extend(problems)
     return found
+
+
+def policy_action(job_spec: dict[str, Any], pod: dict[str, Any]) -> str | None:
+    """The action of the first podFailurePolicy rule that matches the failed ``pod``, as the Job
+    controller evaluates them: ``onExitCodes`` against the non-zero exit codes of terminated containers
+    (of ``containerName`` only, when given), ``onPodConditions`` against the pod's conditions."""
+    policy = job_spec.get("podFailurePolicy") or {}
+    status = pod.get("status") or {}
+    statuses = _statuses(status)
+    conditions = {str(c.get("type")): str(c.get("status")) for c in status.get("conditions") or []}
+    for rule in policy.get("rules") or []:
+        if not isinstance(rule, dict):
+            continue
+        codes = rule.get("onExitCodes")
+        if isinstance(codes, dict):
+            values = set(codes.get("values") or [])
+            for container in statuses:
+                if codes.get("containerName") not in (None, container.get("name")):
+                    continue
+                code = ((container.get("state") or {}).get("terminated") or {}).get("exitCode")
+                if code in (None, 0):
+                    continue
+                if (code in values) == (codes.get("operator") == "In"):
+                    return str(rule.get("action"))
+        for pattern in rule.get("onPodConditions") or []:
+            if conditions.get(str(pattern.get("type"))) == str(pattern.get("status", "True")):
+                return str(rule.get("action"))
+    return None
+
+
+def summary(problems: list[PodProblem]) -> str:
+    """One line for a Job that is still running: how many failures, and the latest."""
+    if not problems:
+        return ""
+    ignored = sum(p.action == "Ignore" for p in problems)
+    count = f"{len(problems)} pod failure{'s' if len(problems) != 1 else ''}"
+    if ignored:
+        count += f" ({ignored} ignored by the podFailurePolicy)"
+    return f"{count}, latest: {problems[-1].describe()}"

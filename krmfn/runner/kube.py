@@ -14,47 +14,161 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx2
 from lightkube.config import client_adapter
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
+from lightkube.core.exceptions import ConfigError as LightkubeConfigError
 
-from krmfn.runner.api import ApiStatusError, NoSuchKind, Resource, WatchEvent
-from krmfn.runner.errors import ClusterUnreachable
+from krmfn.errors import InputError, RunnerError
+from krmfn.runner.api import ApiStatusError, NoSuchKind, Resource, WatchEvent, group_path, segment
+from krmfn.runner.errors import ClusterUnreachable, KubeconfigError
+from krmfn.yamlio import load_all_fast
 
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the server accepts a JSON body here
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+_POSITION = re.compile(r"line (\d+), column (\d+)")
+_FIELD = re.compile(r"at `(\$[\w.\[\]-]*)`")
+_EXEC_EXIT = re.compile(r"Exec \S+ returned (-?\d+)")
 
 
 def load_config(kubeconfig: str | None, context: str | None) -> SingleConfig:
-    """kubectl's lookup order: --kubeconfig, $KUBECONFIG (first file), ~/.kube/config, in-cluster."""
+    """kubectl's lookup order: --kubeconfig, $KUBECONFIG (first file), ~/.kube/config, in-cluster.
+
+    A kubeconfig holds credentials, so no error quotes its text: a YAML error gives its position, a
+    wrong field its path in the file."""
+    path = kubeconfig or next((p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p), "")
+    default = Path.home() / ".kube" / "config"
+    if not path and not default.exists():
+        try:
+            config = KubeConfig.from_service_account()
+        except Exception:
+            raise KubeconfigError(
+                "no kubeconfig: pass --kubeconfig or set KUBECONFIG (and not running in a pod)"
+            ) from None
+    else:
+        config = _read_kubeconfig(Path(path) if path else default)
     try:
-        path = kubeconfig or next((p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p), "")
-        default = Path.home() / ".kube" / "config"
-        if path:
-            config = KubeConfig.from_file(path)
-        elif default.exists():
-            config = KubeConfig.from_file(default)
-        else:
-            try:
-                config = KubeConfig.from_service_account()
-            except Exception:
-                raise ClusterUnreachable(
-                    "no kubeconfig: pass --kubeconfig or set KUBECONFIG (and not running in a pod)"
-                ) from None
         single = config.get(context_name=context)
-    except ClusterUnreachable:
-        raise
-    except Exception as err:  # lightkube raises several kinds for unreadable or incomplete configs
-        raise ClusterUnreachable(f"cannot load the kubeconfig: {err}") from None
+    except LightkubeConfigError as err:  # "Context 'NAME' not found", "No current context set ..."
+        raise KubeconfigError(f"the kubeconfig cannot be used: {_first_line(err)}") from None
+    except KeyError:
+        raise KubeconfigError(
+            f"the kubeconfig's context {context or config.current_context} names a cluster or user "
+            "that the kubeconfig does not define"
+        ) from None
     if single is None:
-        raise ClusterUnreachable("the kubeconfig has no current context; pass --context")
+        raise KubeconfigError("the kubeconfig has no current context; pass --context")
     return single
+
+
+def _read_kubeconfig(file: Path) -> KubeConfig:
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise KubeconfigError(f"kubeconfig {file} not found") from None
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise KubeconfigError(f"cannot read the kubeconfig {file}: {reason}") from None
+    except UnicodeDecodeError:
+        raise KubeconfigError(f"the kubeconfig {file} is not UTF-8 text") from None
+    try:
+        data = next(iter(load_all_fast(text)), None)
+    except InputError as err:
+        where = _POSITION.search(str(err))
+        at = f" (at line {where[1]}, column {where[2]})" if where else ""
+        raise KubeconfigError(f"the kubeconfig {file} is not valid YAML{at}") from None
+    if not isinstance(data, dict):
+        raise KubeconfigError(f"the kubeconfig {file} is not a mapping")
+    try:
+        return KubeConfig.from_dict(data, fname=file)
+    except KeyError as err:
+        raise KubeconfigError(f"the kubeconfig {file} has an entry without {err}") from None
+    except Exception as err:  # lightkube's field conversion; its message may quote the value: not shown
+        where = _FIELD.search(str(err))
+        at = f" at {where[1]}" if where else ""
+        raise KubeconfigError(f"the kubeconfig {file} has a list or field of the wrong type{at}") from None
+
+
+def connect(kubeconfig: str | None, context: str | None, *, retry_budget: float) -> HttpApi:
+    """The ``HttpApi`` of the kubeconfig's context. Nothing is sent yet: credentials (a token file, an
+    exec plugin) are used with the first request."""
+    config = load_config(kubeconfig, context)
+    try:
+        return HttpApi(config, retry_budget=retry_budget)
+    except KubeconfigError:
+        raise
+    except OSError as err:  # a certificate file that cannot be read
+        name = f" {err.filename}" if err.filename else ""
+        raise KubeconfigError(
+            f"the kubeconfig's TLS files cannot be used:{name} {err.strerror or type(err).__name__}"
+        ) from None
+    except Exception as err:  # a bad CA or client certificate, base64 data, an unsupported auth-provider
+        raise KubeconfigError(
+            f"the kubeconfig's cluster or user of context {config.context_name} cannot be used: "
+            f"{_safe_reason(err)}"
+        ) from None
+
+
+class _GuardedAuth(httpx2.Auth):
+    """The kubeconfig's auth (a token, a token file, an exec credential plugin) with its failures turned
+    into one ``KubeconfigError`` line: lightkube raises them from inside the request, some as plain
+    exceptions (a traceback) and some quoting the plugin's stderr, which may hold credentials."""
+
+    def __init__(self, inner: httpx2.Auth, what: str) -> None:
+        self._inner = inner
+        self._what = what
+
+    def sync_auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
+        flow = self._inner.sync_auth_flow(request)
+        try:
+            sent = next(flow)
+            while True:
+                response = yield sent
+                sent = flow.send(response)
+        except StopIteration:
+            return
+        except Exception as err:
+            raise KubeconfigError(f"{self._what}: {_safe_reason(err)}") from None
+
+
+def _auth_description(config: SingleConfig) -> str:
+    user = config.user
+    if user is not None and user.exec is not None:
+        return (
+            f"the exec credential plugin {Path(user.exec.command).name} of context {config.context_name} "
+            "failed (run it yourself to see its output; krmfn does not print it, as it may hold credentials)"
+        )
+    return f"the credentials of context {config.context_name} cannot be used"
+
+
+def _safe_reason(err: Exception) -> str:
+    """What went wrong, without the text of the error where that text may quote credentials (a plugin's
+    stderr or stdout, a kubeconfig value)."""
+    if isinstance(err, LightkubeConfigError):
+        text = str(err)
+        exited = _EXEC_EXIT.match(text)
+        if exited:
+            return f"exit code {exited[1]}"
+        if text.startswith(("Token file ", "auth exec api version ", "auth-provider not supported")):
+            return _first_line(err)
+        return "configuration error"
+    if isinstance(err, OSError):
+        return f"{err.strerror or type(err).__name__}" + (f": {err.filename}" if err.filename else "")
+    if isinstance(err, ValueError | KeyError | TypeError):
+        return "its output is not an ExecCredential with status.token"
+    return type(err).__name__
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err) or type(err).__name__
+    return text.splitlines()[0]
 
 
 class HttpApi:
@@ -70,6 +184,8 @@ class HttpApi:
     ) -> None:
         params = client_adapter.ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
         self._http = client_adapter.Client(config, params)
+        if self._http.auth is not None:
+            self._http.auth = _GuardedAuth(self._http.auth, _auth_description(config))
         self._server = config.cluster.server
         self.default_namespace = config.namespace
         self._retry_budget = retry_budget
@@ -103,7 +219,7 @@ class HttpApi:
         if not group:
             return self.resource("v1", kind)
         try:
-            body = self._json("GET", f"/apis/{group}")
+            body = self._json("GET", group_path(group))
         except ApiStatusError as err:
             if err.code == 404:
                 raise NoSuchKind(f"the cluster no longer serves the group {group}") from None
@@ -115,9 +231,8 @@ class HttpApi:
 
     def _discover(self, api_version: str) -> dict[str, Resource]:
         group, _, version = api_version.rpartition("/")
-        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
         try:
-            body = self._json("GET", path)
+            body = self._json("GET", group_path(group, version))
         except ApiStatusError as err:
             if err.code == 404:
                 raise NoSuchKind(
@@ -180,19 +295,20 @@ class HttpApi:
                 return items
             params["continue"] = cont
 
-    def delete(self, res: Resource, name: str, namespace: str, *, uid: str = "", propagation: str) -> bool:
+    def delete(self, res: Resource, name: str, namespace: str, *, uid: str, propagation: str) -> bool:
+        if not uid:
+            raise ValueError("a delete needs the UID of the object it means")
         options: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "DeleteOptions",
             "propagationPolicy": propagation,
+            "preconditions": {"uid": uid},
         }
-        if uid:
-            options["preconditions"] = {"uid": uid}
         try:
             self._send("DELETE", res.path(namespace, name), content=json.dumps(options),
                        headers={"Content-Type": "application/json"})  # fmt: skip
         except ApiStatusError as err:
-            if err.code == 404 or (err.code == 409 and uid):
+            if err.code in (404, 409):
                 return False  # already gone, or replaced by a newer object with another UID
             raise
         return True
@@ -203,7 +319,7 @@ class HttpApi:
         """One watch request; ends when the server closes it (the caller resumes from the last version)."""
         params = {
             "watch": "true",
-            "fieldSelector": f"metadata.name={name}",
+            "fieldSelector": f"metadata.name={field_value(name)}",
             "allowWatchBookmarks": "true",
             "timeoutSeconds": "60",
         }
@@ -224,14 +340,17 @@ class HttpApi:
         except httpx2.TransportError as err:
             raise ClusterUnreachable(f"watch of {name} dropped: {_describe(err)}") from None
 
-    def logs(self, name: str, namespace: str, container: str, tail: int) -> str | None:
+    def logs(
+        self, name: str, namespace: str, container: str, tail: int, previous: bool = False
+    ) -> str | None:
         """The last lines of a container's log, or None when the node does not serve logs."""
         params = {"container": container, "tailLines": str(tail)}
+        if previous:
+            params["previous"] = "true"
         try:
-            response = self._http.get(
-                f"/api/v1/namespaces/{namespace}/pods/{name}/log", params=params, timeout=2.0
-            )
-        except httpx2.HTTPError:
+            path = f"/api/v1/namespaces/{segment(namespace)}/pods/{segment(name)}/log"
+            response = self._http.get(path, params=params, timeout=2.0)
+        except (httpx2.HTTPError, RunnerError):
             return None
         return response.text if response.status_code == 200 else None
 
@@ -274,6 +393,12 @@ class HttpApi:
                     delay = max(delay, float(retry_after))
             self._sleep(delay)
             delay = min(delay * 2, 2.0)
+
+
+def field_value(value: str) -> str:
+    """``value`` escaped for a field selector (apimachinery's ``fields.EscapeValue``), so a name cannot
+    add terms to the selector."""
+    return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
 
 
 def _decode(response: httpx2.Response) -> dict[str, Any]:

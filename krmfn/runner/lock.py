@@ -1,7 +1,8 @@
 """The inventory lock: one run at a time per ApplySet, as a lease in an annotation of the parent Secret.
 
     krmfn.dev/lock: {"holder":"ci-7/4242","run":"3f9a1c2e","since":"2025-06-01T10:00:00Z",
-                     "expires":"2025-06-01T10:01:00Z","start":"81234"}
+                     "expires":"2025-06-01T10:01:00Z","start":"81234",
+                     "boot":"6d93987d-014a-44a9-996e-24ad5840838e","pidns":"4026531836"}
 
 Why the parent and not a coordination.k8s.io Lease: the parent is the object every run reads and writes
 anyway, so locking needs no RBAC beyond the inventory's and the lock cannot drift from what it guards.
@@ -11,9 +12,12 @@ version cannot both write it: the loser gets 409, reads the winner's lock and re
 
 The lease lasts ``LEASE`` seconds and is renewed every ``RENEW`` seconds while the run lasts; the run
 removes it when it ends, whatever the outcome. A run killed with SIGKILL leaves its lock behind: it
-expires after at most ``LEASE`` seconds, and a run on the same host takes it over at once when the
-holding process no longer exists (hostname, pid and the process start time, which guards against a
-reused pid). Expiry compares the wall clocks of two machines; a skew of seconds is harmless here.
+expires after at most ``LEASE`` seconds, and a run takes it over at once when the holding process no
+longer exists. That is judged only where the holder's pid means the same process as here: the same
+hostname, the same boot (``/proc/sys/kernel/random/boot_id``) and the same PID namespace
+(``/proc/self/ns/pid``); two containers share a hostname in a pod but not their pids. The process start
+time guards against a reused pid. Expiry compares the wall clocks of two machines; a skew of seconds is
+harmless here.
 """
 
 from __future__ import annotations
@@ -54,6 +58,22 @@ def _process_start(pid: int) -> str:
     return fields[19] if len(fields) > 19 else ""
 
 
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _pid_namespace() -> str:
+    """The inode of this process's PID namespace (``pid:[4026531836]`` -> ``4026531836``)."""
+    try:
+        link = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+    return link.partition("[")[2].rstrip("]")
+
+
 @dataclass(frozen=True)
 class Lease:
     holder: str
@@ -63,6 +83,10 @@ class Lease:
     since: datetime
     expires: datetime
     start: str = ""
+    boot: str = ""
+    """Boot id of the holder's machine: a pid means nothing across reboots or machines."""
+    pidns: str = ""
+    """The holder's PID namespace: a pid means nothing in another one (another container)."""
 
     @classmethod
     def new(cls, now: datetime, duration: float = LEASE) -> Lease:
@@ -73,6 +97,8 @@ class Lease:
             since=now,
             expires=now + timedelta(seconds=duration),
             start=_process_start(pid),
+            boot=_boot_id(),
+            pidns=_pid_namespace(),
         )
 
     def renewed(self, now: datetime, duration: float = LEASE) -> Lease:
@@ -81,8 +107,9 @@ class Lease:
     def render(self) -> str:
         data = {"holder": self.holder, "run": self.run, "since": _format(self.since),
                 "expires": _format(self.expires)}  # fmt: skip
-        if self.start:
-            data["start"] = self.start
+        for name in ("start", "boot", "pidns"):
+            if getattr(self, name):
+                data[name] = getattr(self, name)
         return json.dumps(data, separators=(",", ":"))
 
     @classmethod
@@ -91,7 +118,8 @@ class Lease:
         try:
             data = json.loads(text)
             return cls(str(data["holder"]), str(data["run"]), _parse_time(data["since"]),
-                       _parse_time(data["expires"]), str(data.get("start", "")))  # fmt: skip
+                       _parse_time(data["expires"]), str(data.get("start", "")),
+                       str(data.get("boot", "")), str(data.get("pidns", "")))  # fmt: skip
         except (ValueError, TypeError, KeyError):
             return None
 
@@ -99,9 +127,13 @@ class Lease:
         return now >= self.expires
 
     def holder_gone(self) -> bool:
-        """True only when the holder ran on this host and that process is certainly gone."""
+        """True only when the holder ran here (this hostname, boot and PID namespace) and that process is
+        certainly gone. A lease that does not say its boot and PID namespace is never judged gone."""
         host, _, pid_text = self.holder.rpartition("/")
         if host != socket.gethostname() or not pid_text.isdigit():
+            return False
+        here = (_boot_id(), _pid_namespace())
+        if "" in here or (self.boot, self.pidns) != here:
             return False
         pid = int(pid_text)
         try:

@@ -14,7 +14,9 @@ from typing import Any
 
 from krmfn import steps
 from krmfn.duration import SECOND, format_duration
-from krmfn.kobj import is_list_kind, is_local_config
+from krmfn.kobj import annotations_of, is_list_kind, is_local_config, labels_of
+from krmfn.names import api_version_problem, kind_problem, name_problem, namespace_problem
+from krmfn.runner.applyset import APPLYSET_PREFIX, INVENTORY, MAX_JOB_RECORDS
 from krmfn.runner.errors import SourceError
 from krmfn.yamlio import plain
 
@@ -158,6 +160,12 @@ def build_plan(
     )
     if plan.steps:
         plan.steps[-1].wait = grouped.wait if wait is None else wait
+    jobs = sum(item.key.group == "batch" and item.kind == "Job" for item in plan.items)
+    if jobs > MAX_JOB_RECORDS:
+        raise SourceError(
+            f"{jobs} Jobs: the inventory remembers at most {MAX_JOB_RECORDS} Jobs per ApplySet (so that "
+            "none deleted by its TTL runs twice); split the stream into several ApplySets (--applyset)"
+        )
     return plan
 
 
@@ -174,6 +182,7 @@ def _applied(flat: list[Any], namespace: str, cluster_kinds: set[str]) -> Iterat
             meta.pop("namespace", None)
         elif not meta.get("namespace"):
             meta["namespace"] = namespace
+        _check_namespace(obj, position)
         key = key_of(obj)
         if key in seen:
             raise SourceError(
@@ -205,9 +214,69 @@ def _check_object(obj: Any, position: int) -> None:
     for required in ("apiVersion", "kind"):
         if not isinstance(obj.get(required), str) or not obj[required]:
             raise SourceError(f"{where}: missing {required}")
+    problem = api_version_problem(obj["apiVersion"])
+    if problem is not None:
+        raise SourceError(f"{where}: apiVersion {obj['apiVersion']!r} is invalid: {problem}")
+    problem = kind_problem(obj["kind"])
+    if problem is not None:
+        raise SourceError(f"{where}: kind {obj['kind']!r} is invalid: {problem}")
     meta = obj.get("metadata")
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
         raise SourceError(f"{where}: {obj['kind']} without metadata.name (generateName cannot be applied)")
+    problem = name_problem(group_of(obj["apiVersion"]), obj["kind"], meta["name"])
+    if problem is not None:
+        raise SourceError(f"{where}: {obj['kind']} metadata.name {meta['name']!r} is invalid: {problem}")
+    if not isinstance(meta.get("namespace", ""), str | None):
+        raise SourceError(f"{where}: {obj['kind']} {meta['name']}: metadata.namespace is not a string")
+    _check_inventory_keys(obj, where)
+
+
+def _check_inventory_keys(obj: dict[str, Any], where: str) -> None:
+    """Only the runner writes ApplySet labels and inventory annotations: a rendered object carrying
+    them could pass for a parent or a member of another set, or rewrite this set's record."""
+    meta = obj["metadata"]
+    for field_name, keys in (("labels", labels_of(obj)), ("annotations", annotations_of(obj))):
+        for key in keys:
+            if str(key).startswith(APPLYSET_PREFIX) or (field_name == "annotations" and key in INVENTORY):
+                raise SourceError(
+                    f"{where}: {obj['kind']} {meta['name']}: metadata.{field_name} has {key!r}, which "
+                    "only krmfn apply writes (the ApplySet inventory); remove it from the manifests"
+                )
+
+
+def check_applyset(plan: Plan, name: str, namespace: str | None) -> None:
+    """The ApplySet parent ``namespace/name`` is a valid Secret name and is not in the plan: applied
+    from the stream, it would lose its record (and take the members' label, so a prune deletes it).
+    ``namespace`` None: not known yet (the kubeconfig's), only the name is checked."""
+    problem = name_problem("", "Secret", name)
+    if problem is not None:
+        raise SourceError(f"--applyset {name!r} is not a valid Secret name: {problem}")
+    if namespace is None:
+        return
+    problem = namespace_problem(namespace)
+    if problem is not None:
+        raise SourceError(f"namespace {namespace!r} of the ApplySet parent is invalid: {problem}")
+    parent = Key("", "Secret", namespace, name)
+    if any(item.key == parent for item in plan.items):
+        raise SourceError(
+            f"{parent} is the ApplySet parent (the inventory of this apply) and may not be in the "
+            "manifests; rename that Secret, or choose another parent name with --applyset"
+        )
+
+
+def _check_namespace(obj: dict[str, Any], position: int) -> None:
+    """The namespace as it will be sent (after defaulting), so ``-n`` and the kubeconfig's are checked
+    too: it becomes a segment of every request path about the object."""
+    meta = obj["metadata"]
+    namespace = meta.get("namespace")
+    if namespace is None:
+        return
+    problem = namespace_problem(namespace)
+    if problem is not None:
+        raise SourceError(
+            f"document {position + 1}: {obj['kind']} {meta['name']}: metadata.namespace {namespace!r} "
+            f"is invalid: {problem}"
+        )
 
 
 def _cluster_scoped_crds(objs: list[Any]) -> set[str]:

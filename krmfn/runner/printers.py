@@ -1,6 +1,8 @@
 """Turning events into output: a live view on a terminal, plain lines otherwise, or JSON lines.
 
-Printers only format; the engine never writes to the terminal itself. ``make_printer`` picks one.
+Printers only format; the engine never writes to the terminal itself. ``make_printer`` picks one. Every
+line of text output goes through ``terminal.safe_line``: events carry cluster text (conditions, pod
+termination messages and logs, API errors) and manifest text (names, step names).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from krmfn.duration import SECOND, format_duration
 from krmfn.runner.errors import Interrupted
 from krmfn.runner.events import Apply, Error, Event, Lock, Prune, Status, StepDone, StepStart, Wait, to_dict
 from krmfn.runner.plan import Plan
+from krmfn.terminal import safe_line
 
 if TYPE_CHECKING:
     from krmfn.runner.engine import Result
@@ -82,11 +85,11 @@ class PlainPrinter:
     def __call__(self, event: Event) -> None:
         if isinstance(event, Error):
             return  # the summary line carries it, once
-        self.out.write(describe(event) + "\n")
+        self.out.write(safe_line(describe(event)) + "\n")
         self.out.flush()
 
     def summary(self, result: Result) -> None:
-        self.out.write(summary_line(result) + "\n")
+        self.out.write(safe_line(summary_line(result)) + "\n")
         self.out.flush()
 
     def close(self) -> None:
@@ -155,23 +158,24 @@ class TtyPrinter:
             self._rows[event.object] = (event.state, event.message)
         elif isinstance(event, StepDone):
             self._clear()
-            self.out.write(describe(event) + "\n")
+            self.out.write(safe_line(describe(event)) + "\n")
             for obj, (state, message) in self._rows.items():
-                self.out.write(f"  {obj}: {state}" + (f": {message}" if message else "") + "\n")
+                self.out.write(safe_line(f"  {obj}: {state}" + (f": {message}" if message else "")) + "\n")
             self._step, self._rows = None, {}
         elif isinstance(event, Prune | Lock):
             self._clear()
-            self.out.write(describe(event) + "\n")
+            self.out.write(safe_line(describe(event)) + "\n")
 
     def _block(self) -> list[str]:
         if self._step is None:
             return []
         step = self._step
         progress = f"{elapsed(self.clock() - self._started)} / {seconds(step.timeout)}"
-        header = f"> step {step.step} {step.name}   {progress}"
-        width = max((len(o) for o in self._rows), default=0)
+        header = safe_line(f"> step {step.step} {step.name}   {progress}")
+        names = {obj: safe_line(obj) for obj in self._rows}
+        width = max((len(name) for name in names.values()), default=0)
         rows = [
-            f"  {_MARK.get(state, '->')} {obj.ljust(width)}  {state:<11} {message}"
+            f"  {_MARK.get(state, '->')} {names[obj].ljust(width)}  {state:<11} {safe_line(message)}"
             for obj, (state, message) in self._rows.items()
         ]
         return [header, *rows]
@@ -198,7 +202,7 @@ class TtyPrinter:
     def summary(self, result: Result) -> None:
         with self._lock:
             self._clear()
-            self.out.write(summary_line(result) + "\n")
+            self.out.write(safe_line(summary_line(result)) + "\n")
             self.out.flush()
 
     def close(self) -> None:
@@ -237,4 +241,4 @@ def format_plan(plan: Plan) -> str:
         lines.extend(f"  {n}. {item.key}" for n, item in enumerate(step.items, 1))
     if not lines:
         lines.append("nothing to apply")
-    return "\n".join(lines) + "\n"
+    return "".join(safe_line(line) + "\n" for line in lines)

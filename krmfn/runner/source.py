@@ -46,8 +46,21 @@ def read_files(paths: list[str]) -> list[Any]:
     return docs
 
 
-def kustomize_build(directory: str) -> list[Any]:
-    """``kustomize build --enable-alpha-plugins --enable-exec DIR`` (binary: $KRMFN_KUSTOMIZE or PATH)."""
+def kustomize_command(binary: str, directory: str, *, alpha_plugins: bool, enable_exec: bool) -> list[str]:
+    """``kustomize build [--enable-alpha-plugins [--enable-exec]] -- DIR``. Plugins and exec functions
+    stay off unless asked for, as in kustomize: an exec function is any binary a kustomization names,
+    and every kustomization under DIR (a remote base, an overlay another team owns) can name one. The
+    directory comes after ``--``, so a name that starts with ``-`` cannot be read as a flag."""
+    flags = []
+    if alpha_plugins or enable_exec:
+        flags.append("--enable-alpha-plugins")
+    if enable_exec:
+        flags.append("--enable-exec")
+    return [binary, "build", *flags, "--", directory]
+
+
+def kustomize_build(directory: str, *, alpha_plugins: bool = False, enable_exec: bool = False) -> list[Any]:
+    """The objects ``kustomize_command`` builds (binary: $KRMFN_KUSTOMIZE or PATH)."""
     binary = os.environ.get("KRMFN_KUSTOMIZE") or shutil.which("kustomize")
     if not binary:
         raise SourceError("-k needs kustomize: put it on PATH or set KRMFN_KUSTOMIZE")
@@ -55,7 +68,7 @@ def kustomize_build(directory: str) -> list[Any]:
         raise SourceError(f"{directory}: not a directory")
     try:
         proc = subprocess.run(
-            [binary, "build", "--enable-alpha-plugins", "--enable-exec", directory],
+            kustomize_command(binary, directory, alpha_plugins=alpha_plugins, enable_exec=enable_exec),
             capture_output=True,
             text=True,
             check=False,
@@ -63,8 +76,10 @@ def kustomize_build(directory: str) -> list[Any]:
     except OSError as err:
         raise SourceError(f"cannot run {binary}: {err}") from None
     if proc.returncode != 0:
-        tail = proc.stderr.strip().splitlines()[-5:]
-        raise SourceError(f"kustomize build {directory} failed (exit {proc.returncode}): {' / '.join(tail)}")
+        tail = " / ".join(proc.stderr.strip().splitlines()[-5:])
+        if not alpha_plugins and "plugins disabled" in tail:
+            tail += " (krmfn runs kustomize without plugins: pass --enable-exec to run exec functions)"
+        raise SourceError(f"kustomize build {directory} failed (exit {proc.returncode}): {tail}")
     return _parse(proc.stdout, f"kustomize build {directory}")
 
 

@@ -71,19 +71,27 @@ def _int(status: dict[str, Any], key: str) -> int:
 
 
 def _job(obj: dict[str, Any]) -> Health:
-    conds = _conditions(obj)
+    """Failed and Complete end a Job, as kstatus says; so do FailureTarget and SuccessCriteriaMet, which the
+    Job controller sets first, never reverts, and follows with Failed or Complete once the Job's pods
+    have stopped (kstatus, older than them, waits for the final condition: the outcome is the same)."""
+    conds, status = _conditions(obj), _status(obj)
     for failed in ("Failed", "FailureTarget"):
         if _is_true(conds.get(failed)):
-            return Health("failed", _reason(conds[failed]))
+            text = _reason(conds[failed])
+            if status.get("failedIndexes"):
+                text += f" (failed indexes: {status['failedIndexes']})"
+            return Health("failed", text)
+    succeeded = _int(status, "succeeded")
     if _is_true(conds.get("Complete")):
-        return Health("current", f"complete ({_int(_status(obj), 'succeeded')} succeeded)")
+        return Health("current", f"complete ({succeeded} succeeded)")
+    if _is_true(conds.get("SuccessCriteriaMet")):
+        return Health("current", f"success criteria met ({succeeded} succeeded); remaining pods stopping")
     if _is_true(conds.get("Suspended")) or (obj.get("spec") or {}).get("suspend") is True:
-        return Health("in-progress", "suspended")
-    status = _status(obj)
-    return Health(
-        "in-progress", f"running: {_int(status, 'active')} active, {_int(status, 'succeeded')} succeeded, "
-        f"{_int(status, 'failed')} failed"
-    )  # fmt: skip
+        return Health("in-progress", "suspended: waiting for it to be resumed (spec.suspend: false)")
+    text = f"running: {_int(status, 'active')} active, {succeeded} succeeded, {_int(status, 'failed')} failed"
+    if status.get("failedIndexes"):
+        text += f" (failed indexes: {status['failedIndexes']}; other indexes go on)"
+    return Health("in-progress", text)
 
 
 def _deployment(obj: dict[str, Any]) -> Health:

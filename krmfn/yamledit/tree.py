@@ -118,7 +118,10 @@ def _documents(parser: Any, nodes: Nodes, text: str) -> Iterator[Document]:  # n
                 lasts[-1] = number
             tag = event.tag
             if tag is None:  # as yamlfast._scalar, inlined: most scalars are untagged
-                value = resolve(event.value) if event.implicit[0] else event.value
+                try:
+                    value = resolve(event.value) if event.implicit[0] else event.value
+                except yamlfast.IntRangeError:
+                    raise yamlfast._problem(yamlfast.INT_RANGE_PROBLEM, event) from None
             else:
                 value = scalar(event)
                 if tag != "!":

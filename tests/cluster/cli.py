@@ -2,7 +2,8 @@
 
 Its state lives in $KRMFN_CLUSTER_DIR, by default $KRMFN_CACHE/cluster/ (kubeconfig, state.json,
 logs/); one cluster per directory. `up` prints the kubeconfig path on stdout, so
-`export KUBECONFIG=$(tests/cluster/up)` works; everything else goes to stderr.
+`export KUBECONFIG=$(tests/cluster/up)` works; everything else goes to stderr. `up --with flux-operator`
+also starts the Flux Operator (see Cluster.start_flux_operator).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from .cluster import STOP_WAVES, Cluster, ClusterError, cache_dir
+from .cluster import FLUX_OPERATOR, OPTIONAL, STOP_WAVES, Cluster, ClusterError, cache_dir
 
 WORKDIR = Path(os.environ.get("KRMFN_CLUSTER_DIR") or cache_dir() / "cluster")
 STATE = WORKDIR / "state.json"
@@ -46,9 +47,17 @@ def _running() -> dict[str, int]:
     return alive
 
 
-def up() -> int:
+def up(extras: tuple[str, ...] = ()) -> int:
     running = _running()
     if running and len(running) == len(json.loads(STATE.read_text())["pids"]):
+        missing = [name for name in extras if name not in running]
+        if missing:
+            print(
+                f"error: a cluster is running in {WORKDIR} without {', '.join(missing)}; "
+                "stop it first (tests/cluster/down)",
+                file=sys.stderr,
+            )
+            return 1
         print(f"already running: {', '.join(running)}", file=sys.stderr)
         print(WORKDIR / "kubeconfig")
         return 0
@@ -58,7 +67,10 @@ def up() -> int:
     cluster = Cluster(WORKDIR, die_with_parent=False)
     try:
         cluster.up()
+        if FLUX_OPERATOR in extras:
+            cluster.start_flux_operator()
     except ClusterError as e:
+        cluster.down()
         print(f"error: {e}", file=sys.stderr)
         return 1
     exes = {name: os.readlink(f"/proc/{pid}/exe") for name, pid in cluster.pids().items()}
@@ -106,12 +118,23 @@ def status() -> int:
     return 0
 
 
+USAGE = f"usage: python -m cluster.cli {{up [--with {'|'.join(OPTIONAL)}]...,down,status}}"
+
+
 def main(argv: list[str]) -> int:
     commands = {"up": up, "down": down, "status": status}
-    if len(argv) != 1 or argv[0] not in commands:
-        print(f"usage: python -m cluster.cli {{{','.join(commands)}}}", file=sys.stderr)
+    if not argv or argv[0] not in commands:
+        print(USAGE, file=sys.stderr)
         return 2
-    return commands[argv[0]]()
+    command, rest = argv[0], argv[1:]
+    extras: list[str] = []
+    while rest and command == "up" and rest[0] == "--with" and len(rest) > 1 and rest[1] in OPTIONAL:
+        extras.append(rest[1])
+        rest = rest[2:]
+    if rest:
+        print(USAGE, file=sys.stderr)
+        return 2
+    return up(tuple(extras)) if command == "up" else commands[command]()
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 etcd, kube-apiserver, kube-controller-manager and kube-scheduler are the real thing; kwok plays the
 kubelet of one fake Node, following the stages in stages.yaml. Nothing here is mocked: Jobs, Deployments,
-CRDs, RBAC, admission and garbage collection all run the upstream code.
+CRDs, RBAC, admission and garbage collection all run the upstream code. One optional component: the Flux
+Operator (``start_flux_operator()``), built by build-flux-operator.sh, for the ResourceSet e2e tests.
 
     with Cluster(Path("/tmp/c")) as c:
         c.client().create(...)
@@ -26,13 +27,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from lightkube import ApiError, Client, KubeConfig
+from lightkube import ApiError, Client, KubeConfig, codecs
 from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Node, ServiceAccount
+from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+from lightkube.resources.core_v1 import Namespace, Node, ServiceAccount
 
 HERE = Path(__file__).resolve().parent
 BUILD_SH = HERE / "build.sh"
+FLUX_OPERATOR_SH = HERE / "build-flux-operator.sh"
+FLUX_OPERATOR = "flux-operator"
+FLUX_NAMESPACE = "flux-system"  # the operator's RUNTIME_NAMESPACE
+OPTIONAL = (FLUX_OPERATOR,)  # the components `up --with` and the fixtures can add
 STAGES = HERE / "stages.yaml"
 NODE_NAME = "kwok-node-0"
 # kwok manages only nodes carrying this annotation, so the cluster could hold other nodes too.
@@ -42,7 +48,7 @@ SERVICE_CIDR = "10.96.0.0/16"
 # Stop order and SIGTERM grace seconds. Clients first: an apiserver that loses etcd spends its whole grace
 # period retrying. etcd's graceful stop can wait 7s for connections to go idle, but its data is thrown away.
 STOP_WAVES = (
-    (("kwok", "kube-scheduler", "kube-controller-manager"), 10.0),
+    ((FLUX_OPERATOR, "kwok", "kube-scheduler", "kube-controller-manager"), 10.0),
     (("kube-apiserver",), 10.0),
     (("etcd",), 1.0),
 )
@@ -56,12 +62,23 @@ def cache_dir() -> Path:
     return Path(os.environ.get("KRMFN_CACHE") or Path.home() / ".cache" / "krmfn")
 
 
-def build() -> Path:
-    """Runs build.sh (a no-op when everything is cached) and returns the directory of the binaries."""
-    proc = subprocess.run(["bash", str(BUILD_SH)], capture_output=True, text=True, check=False)
+def _run_build(script: Path) -> list[str]:
+    """Runs a build script (a no-op when everything is cached) and returns its stdout lines."""
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise ClusterError(f"{BUILD_SH} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    return Path(proc.stdout.strip().splitlines()[-1])
+        raise ClusterError(f"{script} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    return proc.stdout.strip().splitlines()
+
+
+def build() -> Path:
+    """Runs build.sh and returns the directory of the binaries."""
+    return Path(_run_build(BUILD_SH)[-1])
+
+
+def build_flux_operator() -> tuple[Path, Path]:
+    """Runs build-flux-operator.sh; returns the operator binary and the directory of its CRDs."""
+    binary, crds = _run_build(FLUX_OPERATOR_SH)[-2:]
+    return Path(binary), Path(crds)
 
 
 def wait_until(what: str, check: Callable[[], bool], timeout: float, interval: float = POLL) -> None:
@@ -71,6 +88,12 @@ def wait_until(what: str, check: Callable[[], bool], timeout: float, interval: f
         if time.monotonic() > deadline:
             raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(interval)
+
+
+def _established(client: Client, name: str) -> bool:
+    got = client.get(CustomResourceDefinition, name)
+    conditions = got.status.conditions if got.status else None  # no status yet: not established
+    return any(c.type == "Established" and c.status == "True" for c in conditions or [])
 
 
 def _free_port() -> int:
@@ -327,6 +350,49 @@ class Cluster:
         wait_until("kube-apiserver /readyz after a restart", self._apiserver_ready, timeout)
         return time.monotonic() - started
 
+    def start_flux_operator(self, timeout: float = 90) -> None:
+        """Builds the Flux Operator if needed, installs its CRDs (server-side apply) and starts it against
+        this control plane; returns once its readiness probe answers. Idempotent."""
+        if FLUX_OPERATOR in self.procs:
+            return
+        t0 = time.monotonic()
+        binary, crds = build_flux_operator()
+        self.timings["flux-operator-build"] = round(time.monotonic() - t0, 3)
+        client = self.client(field_manager="krmfn-tests")
+        names: list[str] = []
+        for file in sorted(crds.glob("*.yaml")):
+            for crd in codecs.load_all_yaml(file.read_text()):
+                client.apply(crd, force=True)
+                names.append(str(crd.metadata.name) if crd.metadata else "")
+        with contextlib.suppress(ApiError):  # already there: a restarted operator
+            client.create(Namespace(metadata=ObjectMeta(name=FLUX_NAMESPACE)))
+        for name in names:
+            wait_until(f"CRD {name} Established", functools.partial(_established, client, name), timeout)
+        health = _free_port()
+        storage = self.workdir / "flux-operator-storage"
+        storage.mkdir(exist_ok=True)
+        # fmt: off
+        self._start(binary,
+            "--enable-leader-election=false",  # one instance, as for the controller-manager
+            f"--health-addr=127.0.0.1:{health}", f"--metrics-addr=127.0.0.1:{_free_port()}",
+            "--web-server-port=0",  # no web UI (the test build embeds a placeholder page)
+            f"--storage-path={storage}",
+            env={
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "HOME": str(self.workdir),  # nothing from the user's ~/.kube or ~/.docker
+                "KUBECONFIG": str(self.kubeconfig),  # the admin: it applies anything a ResourceSet holds
+                "GODEBUG": "fips140=on",  # the operator refuses to start outside FIPS 140-3 mode
+                "RUNTIME_NAMESPACE": FLUX_NAMESPACE,
+            },
+        )
+        # fmt: on
+        wait_until(
+            "flux-operator /readyz",
+            functools.partial(self._http_ok, health, "/readyz"),
+            timeout - (time.monotonic() - t0),
+        )
+        self.timings["flux-operator-ready"] = round(time.monotonic() - t0, 3)
+
     def __enter__(self) -> Cluster:
         self.up()
         return self
@@ -371,7 +437,7 @@ class Cluster:
 
     # --- internals ----------------------------------------------------------------------------------------
 
-    def _start(self, binary: Path, *args: str) -> None:
+    def _start(self, binary: Path, *args: str, env: dict[str, str] | None = None) -> None:
         name = binary.name
         self._argv[name] = [str(binary), *args]
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -383,6 +449,7 @@ class Cluster:
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=self.workdir,
+            env=env,
             start_new_session=True,  # Ctrl-C in a terminal must not hit the components
             # Safe enough here: the tests do not start threads that could hold locks across the fork.
             preexec_fn=_die_with_parent if self.die_with_parent else None,  # noqa: PLW1509
@@ -401,6 +468,17 @@ class Cluster:
         conn = http.client.HTTPSConnection(self.server.removeprefix("https://"), context=ctx, timeout=2)
         try:
             conn.request("GET", "/readyz")
+            return conn.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            conn.close()
+
+    def _http_ok(self, port: int, path: str) -> bool:
+        self._check_alive()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        try:
+            conn.request("GET", path)
             return conn.getresponse().status == 200
         except OSError:
             return False

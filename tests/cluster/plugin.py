@@ -4,9 +4,11 @@
     kubeconfig   session   Path of its admin kubeconfig (system:masters)
     kube_client  session   lightkube Client for that admin
     namespace    function  name of a fresh namespace, deleted after the test
+    flux_operator session  the same Cluster with the Flux Operator running (built and started once, by
+                           the first test that needs it; build-flux-operator.sh)
 
 Tests using any of them are marked `cluster` automatically (select with -m cluster / -m "not cluster").
-If the cluster cannot be built or started the tests error; they are never skipped.
+If the cluster (or the operator) cannot be built or started the tests error; they are never skipped.
 """
 
 from __future__ import annotations
@@ -85,6 +87,15 @@ def cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
         shutil.rmtree(workdir, ignore_errors=True)
         if not pytestconfig.stash.get(_KEEP_LOGS, False):
             shutil.rmtree(log_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def flux_operator(cluster: Cluster) -> Cluster:
+    try:
+        cluster.start_flux_operator()
+    except ClusterError as e:
+        pytest.fail(f"the Flux Operator did not start: {e}", pytrace=False)
+    return cluster
 
 
 @pytest.fixture(scope="session")

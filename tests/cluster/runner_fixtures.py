@@ -30,7 +30,15 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import ConfigMap, Secret
 
-from krmfn.runner.applyset import GROUP_KINDS, ID_LABEL, NAMESPACES, PART_OF, applyset_id
+from krmfn.runner.applyset import (
+    GROUP_KINDS,
+    ID_LABEL,
+    JOB_RECORDS,
+    NAMESPACES,
+    OUTCOMES,
+    PART_OF,
+    applyset_id,
+)
 from krmfn.runner.cli import main
 from krmfn.runner.lock import LOCK
 from krmfn.yamlio import dump_all_fast
@@ -63,17 +71,23 @@ def job(
     annotations: dict[str, str] | None = None,
     timeout: str | None = "30s",
     ttl: int | None = None,
+    restart_policy: str = "Never",
+    backoff_limit: int = 0,
+    **spec_fields: Any,
 ) -> Doc:
-    """A Job whose pod completes after ~1s (kwok stages); ``fail`` makes it exit 3, ``slow`` delays it."""
+    """A Job whose pod completes after ~1s (kwok stages); ``fail`` makes it exit 3, ``slow`` delays it.
+    ``spec_fields`` are set on the Job's spec as given (``suspend=True``, ``completionMode="Indexed"``)."""
     labels = {}
     if fail:
         labels["test.krmfn.dev/fail"] = "3"
     if slow:
         labels["test.krmfn.dev/slow"] = slow
-    template: Doc = {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": image}]}}
+    template: Doc = {
+        "spec": {"restartPolicy": restart_policy, "containers": [{"name": "main", "image": image}]}
+    }
     if labels:
         template["metadata"] = {"labels": labels}
-    spec: Doc = {"backoffLimit": 0, "template": template}
+    spec: Doc = {"backoffLimit": backoff_limit, "template": template, **spec_fields}
     if ttl is not None:
         spec["ttlSecondsAfterFinished"] = ttl
     return {
@@ -265,8 +279,9 @@ def inventory_problems(client: Client, namespace: str, applyset: str = "krmfn") 
                 problems.append(f"{where} is a member but {GROUP_KINDS} is {sorted(kinds)}")
             if meta(member).namespace not in namespaces:
                 problems.append(f"{where} is a member in a namespace the parent does not list")
-    for entry in filter(None, notes.get("krmfn.dev/completed-jobs", "").split(",")):
-        job_ref, sep, spec_hash = entry.partition("=")
-        if not sep or job_ref.count("/") != 1 or len(spec_hash) != 32:
-            problems.append(f"malformed completed-jobs entry {entry!r}")
+    for entry in filter(None, notes.get(JOB_RECORDS, "").split(",")):
+        job_ref, sep, record = entry.partition("=")
+        spec_hash, _, outcome = record.partition(":")
+        if not sep or job_ref.count("/") != 1 or len(spec_hash) != 32 or outcome not in OUTCOMES:
+            problems.append(f"malformed Job record {entry!r}")
     return problems

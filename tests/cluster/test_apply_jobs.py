@@ -1,7 +1,10 @@
-"""`krmfn apply` and Jobs: force re-creation, recreate-on-failure, hash-named re-runs with prune, TTL."""
+"""`krmfn apply` and Jobs: force re-creation (of any kind), recreate-on-failure, hash-named re-runs with
+prune, the inventory's Job records (TTL-deleted Jobs, completed, failed or never seen finishing, are not
+run again), changes applied in place, and true failure reasons."""
 
 from __future__ import annotations
 
+import copy
 import time
 
 from lightkube import ApiError, Client
@@ -9,7 +12,9 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Secret
 
-from .objects import annotations_of, meta, pod_spec, status_of
+from krmfn.runner.applyset import JOB_RECORDS
+
+from .objects import annotations_of, meta, pod_spec, present, status_of
 from .runner_fixtures import Apply, deployment, job
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 
@@ -141,9 +146,159 @@ def test_completed_job_deleted_by_ttl_is_not_run_again(
     while get_job(kube_client, "db-migration-a1b2c3d4", namespace) is not None:
         assert time.monotonic() < deadline, "the TTL controller did not delete the Job"
         time.sleep(0.1)
-    parent = kube_client.get(Secret, "krmfn", namespace=namespace)
-    assert f"{namespace}/db-migration-a1b2c3d4=" in annotations_of(parent)["krmfn.dev/completed-jobs"]
+    assert records(kube_client, namespace)[f"{namespace}/db-migration-a1b2c3d4"].endswith(":completed")
     out = apply(docs)
     assert out.code == 0, out.error
     assert out.actions()[f"Job.batch {namespace}/db-migration-a1b2c3d4"] == "skipped"
     assert get_job(kube_client, "db-migration-a1b2c3d4", namespace) is None
+
+
+def wait_gone(client: Client, name: str, namespace: str, within: float = 30) -> None:
+    deadline = time.monotonic() + within
+    while get_job(client, name, namespace) is not None:
+        assert time.monotonic() < deadline, f"the TTL controller did not delete Job {name}"
+        time.sleep(0.1)
+
+
+def records(client: Client, namespace: str) -> dict[str, str]:
+    """namespace/name -> "<run hash>:<outcome>" from the inventory's Job records."""
+    notes = annotations_of(client.get(Secret, "krmfn", namespace=namespace))
+    return dict(entry.split("=", 1) for entry in notes.get(JOB_RECORDS, "").split(",") if entry)
+
+
+def test_failed_job_deleted_by_ttl_is_not_run_again(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    # backoffLimit 0, TTL 2s: the next apply used to say "created" and run it again.
+    docs = [job("once", 0, fail=True, ttl=2)]
+    first = apply(docs, "--wait")
+    assert first.code == 1
+    assert records(kube_client, namespace)[f"{namespace}/once"].endswith(":failed")
+    wait_gone(kube_client, "once", namespace)
+    again = apply(docs, "--wait")
+    assert again.code == 1
+    assert again.actions()[f"Job.batch {namespace}/once"] == "skipped"
+    assert "failed before and deleted since (ttlSecondsAfterFinished); not run again" in again.error
+    assert get_job(kube_client, "once", namespace) is None
+    retried = apply(
+        [job("once", 0, fail=True, ttl=2, annotations={"krmfn.dev/recreate-on-failure": "enabled"})]
+    )
+    assert retried.actions()[f"Job.batch {namespace}/once"] == "created"
+
+
+def test_job_of_a_final_step_that_does_not_wait_is_not_run_again(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    # Flux's default: the final step is not waited for, so the Job's completion was never seen.
+    docs = [deployment("web", 0), job("warm-up", 1, ttl=1)]
+    assert apply(docs).code == 0
+    assert records(kube_client, namespace)[f"{namespace}/warm-up"].endswith(":started")
+    wait_gone(kube_client, "warm-up", namespace)
+    again = apply(docs)
+    assert again.code == 0, again.error
+    assert again.actions()[f"Job.batch {namespace}/warm-up"] == "skipped"
+    assert get_job(kube_client, "warm-up", namespace) is None
+
+
+def test_fields_a_live_job_may_change_are_applied_in_place(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    assert apply([job("migrate", 0), deployment("web", 1)]).code == 0
+    uid = meta(kube_client.get(Job, "migrate", namespace=namespace)).uid
+    changed = job("migrate", 0, ttl=3600, backoff_limit=2, activeDeadlineSeconds=600, parallelism=1,
+                  annotations={"example.com/owner": "db-team"})  # fmt: skip
+    changed["metadata"]["labels"] = {"team": "db"}
+    out = apply([changed, deployment("web", 1)])
+    assert out.code == 0, out.error
+    assert out.actions()[f"Job.batch {namespace}/migrate"] == "configured"
+    live = kube_client.get(Job, "migrate", namespace=namespace)
+    assert meta(live).uid == uid  # not run again
+    spec = present(live.spec, "spec")
+    assert (spec.ttlSecondsAfterFinished, spec.backoffLimit, spec.activeDeadlineSeconds) == (3600, 2, 600)
+    assert (meta(live).labels or {})["team"] == "db"
+    assert apply([changed, deployment("web", 1)]).actions()[f"Job.batch {namespace}/migrate"] == "unchanged"
+
+
+def test_prune_disabled_added_later_to_a_completed_job_is_honoured(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    assert apply([job("seed", 0), deployment("web", 1)]).code == 0
+    kept = job("seed", 0, annotations={"krmfn.dev/prune": "disabled"})
+    assert apply([kept, deployment("web", 1)]).actions()[f"Job.batch {namespace}/seed"] == "configured"
+    out = apply([deployment("web", 1)])
+    assert out.code == 0, out.error
+    assert (f"Job.batch {namespace}/seed", "kept") in [(e["object"], e["action"]) for e in out.of("prune")]
+    assert get_job(kube_client, "seed", namespace) is not None
+
+
+def test_force_recreates_any_kind_on_an_immutable_field(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    web = deployment("web", 0)
+    web["metadata"]["annotations"]["krmfn.dev/force"] = "enabled"
+    assert apply([web]).code == 0
+    uid = meta(kube_client.get(Deployment, "web", namespace=namespace)).uid
+    moved = copy.deepcopy(web)
+    moved["spec"]["selector"] = {"matchLabels": {"app": "web2"}}
+    moved["spec"]["template"]["metadata"]["labels"] = {"app": "web2"}
+    out = apply([moved])
+    assert out.code == 0, out.error
+    assert out.actions()[f"Deployment.apps {namespace}/web"] == "recreated"
+    assert "field is immutable" in next(e["detail"] for e in out.of("apply") if e["action"] == "recreated")
+    live = kube_client.get(Deployment, "web", namespace=namespace)
+    assert meta(live).uid != uid
+    # without force, the API server's refusal is the error
+    unforced = copy.deepcopy(moved)
+    del unforced["metadata"]["annotations"]["krmfn.dev/force"]
+    unforced["spec"]["selector"] = web["spec"]["selector"]
+    unforced["spec"]["template"]["metadata"]["labels"] = {"app": "web"}
+    refused = apply([unforced])
+    assert refused.code == 1
+    assert "field is immutable" in refused.error
+
+
+def test_on_failure_job_is_reported_with_its_containers_exit_code(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    # The container exits 3 and restarts in place; the Job controller kills the pod (137) when it fails.
+    out = apply([job("crashing", 0, fail=True, restart_policy="OnFailure", backoff_limit=1)], "--wait")
+    assert out.code == 1
+    assert "Error (exit code 3)" in out.error, out.error
+    assert "restarted" in out.error
+
+
+def test_job_rendered_suspended_fails_its_step_at_once(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    started = time.monotonic()
+    out = apply([job("held", 0, suspend=True, timeout="60s"), deployment("web", 1)])
+    assert out.code == 1
+    assert time.monotonic() - started < 20  # not the 60s step timeout
+    assert "suspended (spec.suspend: true as rendered)" in out.error
+    assert out.step_results() == [("step0", "failed")]
+    resumed = apply([job("held", 0, suspend=False, timeout="60s"), deployment("web", 1)])
+    assert resumed.code == 0, resumed.error
+    assert resumed.actions()[f"Job.batch {namespace}/held"] == "configured"  # resumed in place
+
+
+def test_failures_ignored_by_the_pod_failure_policy_are_shown_while_waiting(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    ignore = {"rules": [{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [3]}}]}
+    out = apply([job("ignored", 0, fail=True, timeout="8s", podFailurePolicy=ignore)], "--wait")
+    assert out.code == 1
+    statuses = [e["message"] for e in out.of("status") if e["object"] == f"Job.batch {namespace}/ignored"]
+    assert any("Error (exit code 3) (ignored by the podFailurePolicy" in m for m in statuses), statuses
+    assert "ignored by the podFailurePolicy" in out.error  # the timeout says why it never finished
+
+
+def test_indexed_job_with_backoff_limit_per_index_names_its_failed_indexes(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    indexed = job("shards", 0, fail=True, completionMode="Indexed", completions=2, parallelism=2,
+                  backoffLimitPerIndex=0)  # fmt: skip
+    del indexed["spec"]["backoffLimit"]
+    out = apply([indexed], "--wait")
+    assert out.code == 1
+    assert "failed indexes: 0,1" in out.error, out.error
+    assert "(index " in out.error

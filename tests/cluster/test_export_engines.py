@@ -9,18 +9,12 @@ its own event output.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from e2e import resourceset_crd
 from lightkube import ApiError, Client, codecs
-from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.batch_v1 import Job
@@ -28,42 +22,10 @@ from lightkube.resources.batch_v1 import Job
 from krmfn.export import main as export
 
 from .cluster import Cluster, wait_until
+from .engines import BIN, ResourceSet, export_resourceset, kpt_live_apply, render, run
 from .objects import status_of
 
 pytestmark = pytest.mark.cluster
-
-TESTDATA = Path(__file__).parent.parent / "testdata"
-PACKAGE = TESTDATA / "export-staged-deploy"
-PLACEHOLDER = "krmfn-export-test"
-BIN = Path(sys.executable).parent
-ResourceSet = create_namespaced_resource("fluxcd.controlplane.io", "v1", "ResourceSet", "resourcesets")
-
-
-def _run(args: list[str], cwd: Path, kubeconfig: Path | None = None) -> str:
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    if kubeconfig:
-        env["KUBECONFIG"] = str(kubeconfig)
-    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=180, check=False)
-    assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
-    return done.stdout
-
-
-def render(tmp_path: Path, namespace: str, migration_runs_for: str = "") -> Path:
-    """The package copied into tmp_path for ``namespace`` and rendered with ``kpt fn render``.
-
-    ``migration_runs_for`` (a Go duration) keeps the migration Job's pod running that long (kwok stage).
-    """
-    package = tmp_path / "staged-deploy"
-    shutil.copytree(PACKAGE, package)
-    for file in package.glob("*.yaml"):
-        file.write_text(file.read_text().replace(PLACEHOLDER, namespace))
-    if migration_runs_for:
-        job_file = package / "db-migration.yaml"
-        job = yaml.safe_load(job_file.read_text())
-        job["spec"]["template"]["metadata"] = {"labels": {"test.krmfn.dev/slow": migration_runs_for}}
-        job_file.write_text(yaml.safe_dump(job))
-    _run([shutil.which("kpt") or "kpt", "fn", "render", "--allow-exec"], package)
-    return package
 
 
 def _install_resourceset_crd(client: Client) -> None:
@@ -79,23 +41,11 @@ def _install_resourceset_crd(client: Client) -> None:
     wait_until("ResourceSet CRD Established", established, timeout=30)
 
 
-def _export_resourceset(package: Path, namespace: str, tmp_path: Path) -> dict[str, Any]:
-    out = tmp_path / "resourceset.yaml"
-    assert (
-        export(
-            ["export", "resourceset", "-f", str(package), "--name", "app", "-n", namespace, "-o", str(out)]
-        )
-        == 0
-    )
-    rset: dict[str, Any] = yaml.safe_load(out.read_text())
-    return rset
-
-
 def test_resourceset_of_the_staged_deploy_is_valid_for_the_real_crd(
     kube_client: Client, namespace: str, tmp_path: Path
 ) -> None:
     _install_resourceset_crd(kube_client)
-    rset = _export_resourceset(render(tmp_path, namespace), namespace, tmp_path)
+    rset = export_resourceset(render(tmp_path, namespace), namespace, tmp_path)
 
     steps = rset["spec"]["steps"]
     assert [(s["name"], s["timeout"]) for s in steps] == [
@@ -161,21 +111,10 @@ def test_resourceset_step_limit_is_enforced_by_export_and_by_the_api_server(
     assert "must have at most 20 items" in str(err.value.status.message)
 
 
-def _kpt_live_apply(package: Path, namespace: str, kubeconfig: Path) -> list[dict[str, Any]]:
-    kpt = shutil.which("kpt") or "kpt"
-    _run([kpt, "live", "init", "--namespace", namespace], package, kubeconfig)
-    out = _run(
-        [kpt, "live", "apply", "--install-resource-group", "--output", "json", "--reconcile-timeout", "2m"],
-        package,
-        kubeconfig,
-    )
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-
-
 def test_kpt_live_apply_follows_the_depends_on_step_order(
     cluster: Cluster, namespace: str, tmp_path: Path
 ) -> None:
-    events = _kpt_live_apply(render(tmp_path, namespace), namespace, cluster.kubeconfig)
+    events = kpt_live_apply(render(tmp_path, namespace), namespace, cluster.kubeconfig)
     order = [(e["type"], e["kind"], e["name"], e["status"]) for e in events if e["type"] in ("apply", "wait")]
 
     def at(event: tuple[str, str, str, str]) -> int:
@@ -197,7 +136,7 @@ def test_kpt_live_counts_a_running_migration_job_as_reconciled(
 ) -> None:
     # kstatus calls a Job Current once it runs, so depends-on orders the start of the migration, not
     # its end: the app is rolled out while the migration still runs. docs/engines.md says so.
-    events = _kpt_live_apply(
+    events = kpt_live_apply(
         render(tmp_path, namespace, migration_runs_for="1h"), namespace, cluster.kubeconfig
     )
     assert [e["name"] for e in events if e["type"] == "apply"][-1] == "cache-warmup"
@@ -211,7 +150,7 @@ def test_krmfn_apply_waits_for_the_migration_job_to_finish(
     cluster: Cluster, kube_client: Client, namespace: str, tmp_path: Path
 ) -> None:
     package = render(tmp_path, namespace, migration_runs_for="2s")
-    out = _run(
+    out = run(
         [str(BIN / "krmfn"), "apply", "-f", str(package), "-n", namespace, "-o", "json"],
         tmp_path,
         cluster.kubeconfig,

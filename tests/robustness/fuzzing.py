@@ -430,9 +430,9 @@ def check(
         finding("raised", f"{type(err).__name__}: {err}")
         return found
     # Written on the path chosen for the input, or on the fast path after an input error.
-    problems = output_problems(out, code, "fast")
+    problems = output_problems(out, code, "fast", text)
     if problems and choose_mode(text, mode) == "fidelity":
-        problems = output_problems(out, code, "fidelity")
+        problems = output_problems(out, code, "fidelity", text)
     for problem in problems:
         finding("bad-output", problem)
     stdout, stderr = io.StringIO(), io.StringIO()

@@ -28,28 +28,37 @@ class Hang(BaseException):
 
 @contextmanager
 def time_bound(seconds: float) -> Iterator[None]:
-    """Interrupt the block with Hang after ``seconds`` (SIGALRM; the main thread only)."""
+    """Interrupt the block with Hang after ``seconds`` of this process's CPU time (SIGPROF; the main thread
+    only). CPU time, not wall time: a busy machine must not turn a slow but finite call into a "hang",
+    while a runaway loop burns CPU and is still caught."""
 
     def expire(signum: int, frame: Any) -> None:
-        raise Hang(f"did not finish within {seconds} s")
+        raise Hang(f"did not finish within {seconds} s of CPU time")
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = signal.signal(signal.SIGPROF, expire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
 
 
-def output_problems(text: str, code: int, mode: Mode = "fast") -> list[str]:
+def output_problems(
+    text: str, code: int, mode: Mode = "fast", source: str | bytes | None = None
+) -> list[str]:
     """Why an output breaks the contract: it must be a ResourceList of valid items, and the exit code must
-    agree with its results (1 exactly when there is an error result). Empty when it is fine.
+    agree with its results (1 exactly when there is an error result). Empty when it is fine. Given the
+    ``source`` it read, an input that never mentions a ResourceList is a plain stream: when it cannot be
+    read, nothing at all on stdout and exit code 1 is the contract.
 
     ``mode`` is the path that wrote the output: the fidelity path keeps custom tags (``!custom``) that
     kpt accepts and the fast reader refuses."""
     if code not in (0, 1):
         return [f"exit code {code}"]
+    if source is not None and text == "" and code == 1:
+        mentions = b"ResourceList" in source if isinstance(source, bytes) else "ResourceList" in source
+        return ["a ResourceList input got no ResourceList back"] if mentions else []
     try:
         root = load(text, mode, Limits())
         raw = root.get("results") if isinstance(root, dict) else None

@@ -89,4 +89,4 @@ def test_cli_reports_bytes_that_are_not_utf8(env: dict[str, str]) -> None:
         assert run.code == 1, (name, data, stderr)
         assert "Traceback" not in stderr
         assert "UTF-8" in stderr or "utf-8" in stderr, stderr
-        assert not output_problems(run.stdout.decode(), run.code)
+        assert not output_problems(run.stdout.decode(), run.code, source=data)

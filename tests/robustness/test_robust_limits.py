@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from krmfn.limits import Limits
 from krmfn.registry import CANONICAL_ORDER, load
 from krmfn.yamlio import Mode
 from robustness.harness import ONE_GIB, output_problems, run_cli, run_cli_many
@@ -79,10 +80,14 @@ HOSTILE = {
     "recursive alias": ((items(1) + "extra: &a [x, *a]\n").encode(), "recursive YAML alias"),
     "deep flow nesting": (nested(100_000).encode(), "nest"),
     "deep block nesting": (
-        (items(1) + "extra:\n" + "".join(" " * (i + 1) + f"k{i}:\n" for i in range(2000))).encode(),
+        (items(1) + "extra:\n" + "".join(" " * (i + 1) + f"k{i}:\n" for i in range(1000))).encode(),
         "nest",
     ),
-    "input over the size limit": (b"x" * (256 * 1024 * 1024 + 10), "KRMFN_MAX_INPUT_BYTES"),
+    "input over the size limit": (b"x" * (Limits().max_bytes + 10), "KRMFN_MAX_INPUT_BYTES"),
+    "input over the fidelity size limit": (
+        (items(1) + "extra: " + "x" * Limits().max_fidelity_bytes + "\n").encode(),
+        "KRMFN_MAX_FIDELITY_BYTES",
+    ),
 }
 
 
@@ -90,6 +95,7 @@ HOSTILE = {
 # pins; only the fast path refuses it.
 CASES = [(case, mode) for case in sorted(HOSTILE) for mode in ("fast", "fidelity")]
 CASES.remove(("recursive alias", "fidelity"))
+CASES.remove(("input over the fidelity size limit", "fast"))
 
 
 @pytest.mark.parametrize(("case", "mode"), CASES)
@@ -102,7 +108,7 @@ def test_hostile_input_fails_fast_within_one_gib(case: str, mode: str) -> None:
     assert run.code == 1, stderr
     assert expected in stderr, stderr
     assert "Traceback" not in stderr and "MemoryError" not in stderr
-    assert not output_problems(run.stdout.decode(), run.code)
+    assert not output_problems(run.stdout.decode(), run.code, source=data)
     assert elapsed < 10, f"{case} took {elapsed:.1f} s"
 
 

@@ -42,7 +42,8 @@ def secrets() -> list[dict[str, Any]]:
             stringData={
                 "around": f"{TEMPLATE} << inputs.missing >>",
                 "ok": f"{TEMPLATE}-<< inputs.tag >>",
-                # A canary inside a failing expression leaks today: see robustness/known_findings.py.
+                "inside": f"<< inputs.missing ~ '{TEMPLATE}' >>",
+                "token": f"<< inputs.{TEMPLATE} | {TEMPLATE} >>",
             },
         ),
         {**secret("typed", type=f"{PLAIN}/type", data={"a": ENCODED}), "immutable": True},
@@ -100,7 +101,12 @@ def items() -> list[dict[str, Any]]:
 
 
 CONFIGS: dict[str, dict[str, Any]] = {
-    "render-inputs": {"inputs": {"tag": "1.2.3"}, "inputsFrom": [{"name": "shared", "namespace": "apps"}]},
+    # renderSecrets: Secret payloads are rendered (and their errors reported) only when asked.
+    "render-inputs": {
+        "inputs": {"tag": "1.2.3"},
+        "inputsFrom": [{"name": "shared", "namespace": "apps"}],
+        "renderSecrets": True,
+    },
     "set-image": {"images": [{"name": "nginx", "newTag": "1.27"}]},
     "set-config-checksum": {"strict": True},
     "hash-job-names": {},

@@ -1,20 +1,18 @@
-"""Hash-suffixed Job names: ``<base>-<hash8>``, at most 63 characters, a valid DNS-1123 label."""
+"""Hash-suffixed Job names: ``<base>-<hash8>``, at most 63 characters, a name the API server accepts for
+a Job (krmfn/k8snames.py: a DNS-1123 subdomain, so ``db.migration`` is a valid base, as for the API)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
 from typing import Any
 
+from krmfn.jobspec import digest, run_identity
+from krmfn.k8snames import CRONJOB_NAME_MAX, JOB_NAME_MAX, is_subdomain, name_problems, trim_for_suffix
 from krmfn.yamlio import plain
 
-MAX_NAME = 63
+MAX_NAME = JOB_NAME_MAX
 HASH_LENGTH = 8
 MAX_BASE = MAX_NAME - HASH_LENGTH - 1
-# The Job controller appends "-" and a 10-digit schedule time to a CronJob's name to name each Job.
-MAX_CRONJOB_NAME = MAX_NAME - 11
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+MAX_CRONJOB_NAME = CRONJOB_NAME_MAX
 # Labels the Job controller derives from the name and the uid; they would make the hash depend on itself.
 NAME_DERIVED_LABELS = frozenset(
     {"job-name", "batch.kubernetes.io/job-name", "controller-uid", "batch.kubernetes.io/controller-uid"}
@@ -22,8 +20,16 @@ NAME_DERIVED_LABELS = frozenset(
 
 
 def truncate(base: str) -> str:
-    """The base cut to fit the suffix, without a trailing '-' (a label cannot end with one)."""
-    return base[:MAX_BASE].rstrip("-")
+    """The base cut to fit the suffix, without a trailing '-' or '.' (a name part cannot end with one)."""
+    return trim_for_suffix(base, MAX_BASE)
+
+
+def name_problems_of(base: str, name: str, indexed_completions: int | None = None) -> list[str]:
+    """Why ``base`` cannot name the hashed Job ``name``: the base must be a DNS-1123 subdomain, and the
+    hashed name one the API server accepts for this Job (the shared rule in krmfn/k8snames.py)."""
+    if not is_subdomain(base) or not truncate(base):
+        return name_problems("Job", base) or ["nothing is left of it once cut to fit the hash suffix"]
+    return name_problems("Job", name, indexed_completions)
 
 
 def _drop_keys(parent: Any, key: str, keys: frozenset[str]) -> None:
@@ -48,12 +54,11 @@ def _without_name_labels(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def spec_hash(spec: Any) -> str:
-    """First 8 hex characters of sha256 over the spec as sorted-key JSON of built-in types."""
+    """First 8 hex characters of sha256 over the spec as sorted-key JSON of built-in types, without the
+    fields the API server lets change on a live Job (krmfn/jobspec.py): changing only those (a TTL, a
+    deadline, ``suspend``) keeps the name, and the runner applies them in place instead of a new run."""
     canonical = plain(spec) if isinstance(spec, dict) else {"spec": plain(spec)}
-    text = json.dumps(
-        _without_name_labels(canonical), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:HASH_LENGTH]
+    return digest(run_identity(_without_name_labels(canonical)), HASH_LENGTH)
 
 
 def hashed_name(base: str, digest: str) -> str:

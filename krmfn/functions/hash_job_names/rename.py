@@ -5,14 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from krmfn import ResourceList, select
-from krmfn.functions.hash_job_names.naming import (
-    DNS_LABEL,
-    MAX_CRONJOB_NAME,
-    derived_from,
-    hashed_name,
-    spec_hash,
-)
+from krmfn.functions.hash_job_names.naming import derived_from, hashed_name, name_problems_of, spec_hash
 from krmfn.functions.hash_job_names.references import Renames, rewrite_references
+from krmfn.k8snames import indexed_completions, name_problems
 from krmfn.kobj import (
     Obj,
     annotations_of,
@@ -72,20 +67,18 @@ class Run:
         if mode == "disabled":
             self.opt_out(obj, name, base)
             return
-        if not DNS_LABEL.match(base):
-            field = f"metadata.annotations.{JOB_BASE_NAME}" if from_note else "metadata.name"
-            self.rl.results.error(
-                f"Job base name {base!r} is not a DNS-1123 label (lowercase letters, digits and '-', "
-                "starting and ending with a letter or digit)",
-                obj,
-                field=field,
-            )
-            return
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             self.rl.results.error("a Job needs a spec mapping to hash its name from", obj, field="spec")
             return
         new = hashed_name(base, spec_hash(spec))
+        problems = name_problems_of(base, new, indexed_completions(spec))
+        if problems:
+            field = f"metadata.annotations.{JOB_BASE_NAME}" if from_note else "metadata.name"
+            self.rl.results.error(
+                f"Job base name {base!r} cannot name a Job: {'; '.join(problems)}", obj, field=field
+            )
+            return
         if not self.claim(obj, new):
             return
         if new == name:
@@ -122,13 +115,10 @@ class Run:
 
     def cronjob(self, obj: Obj) -> None:
         name = metadata(obj).get("name")
-        if isinstance(name, str) and len(name) > MAX_CRONJOB_NAME:
+        problems = name_problems("CronJob", name) if isinstance(name, str) and name else []
+        if problems:
             self.rl.results.error(
-                f"a CronJob name can have at most {MAX_CRONJOB_NAME} characters (Kubernetes appends 11 "
-                f"to name each Job it creates); this one has {len(name)}",
-                obj,
-                field="metadata.name",
-                current_value=name,
+                f"invalid CronJob name: {'; '.join(problems)}", obj, field="metadata.name", current_value=name
             )
 
     def summary(self, references: int) -> str:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from krmfn.config import parse
+from krmfn.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,21 @@ class RenderInputsConfig:
             "(a later source wins over an earlier one, every source over inputs)",
         },
     )
+    render_secrets: bool = field(
+        default=False,
+        metadata={
+            "help": "also render expressions in Secret data and stringData (off: a Secret's payload is "
+            "left as it is, with a warning naming the field, and its errors never quote it)",
+        },
+    )
 
 
 def from_configmap(data: dict[str, Any]) -> RenderInputsConfig:
     """``kpt fn eval --exec krmfn-render-inputs -- tag=6.7.1``: every key is an input, as a string."""
+    for key, value in data.items():
+        if not isinstance(value, str):
+            raise ConfigError(STRING_VALUES, f"functionConfig.data.{key}")
     return parse(RenderInputsConfig, {"inputs": dict(data)})
+
+
+STRING_VALUES = "a ConfigMap's data values are strings; quote the value (and use | int for a number)"

@@ -2,10 +2,11 @@
 
 Only expressions exist: text between ``<< `` and `` >>`` (spaces inside) on one line is compiled with
 ``compile_expression``, so there are no blocks, loops or comments, and text around it is never parsed
-(a shell heredoc ``cat <<EOF`` stays as it is). The sandbox has no globals (no ``range``, ``cycler``,
-``lipsum``...), reads attributes only as mapping keys (so ``''.__class__``, ``inputs.__class__`` or
-``self.__init__`` are undefined, never Python internals), refuses calls, bounds ``*``, ``**``, ``+`` and
-``%``, and checks the size of every filter result. Undefined names are errors (StrictUndefined).
+(a shell heredoc ``cat <<EOF`` or ``cat << EOF >> log`` stays as it is, see ``Scan``). The sandbox has
+no globals (no ``range``, ``cycler``, ``lipsum``...), reads attributes only as mapping keys (so
+``''.__class__``, ``inputs.__class__`` or ``self.__init__`` are undefined, never Python internals),
+refuses calls, bounds ``*``, ``**``, ``+`` and ``%``, and checks the size of every filter result.
+Undefined names are errors (StrictUndefined).
 
 Jinja2 is imported on first use: most resources hold no expression, and start-up time matters.
 """
@@ -17,54 +18,139 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-# Spaces inside the delimiters, as the ResourceSet convention writes them: ``cat <<EOF >> log`` in a
-# shell script is not an expression.
-EXPRESSION = re.compile(r"<<(\s[^\n]*?\s)>>")
+from krmfn.yamlfast import INT_MAX, INT_MIN
+
 MAX_STRING = 256 * 1024
-# Bounds what one expression can build: `~` joins are compiled to a plain string join the sandbox
-# cannot intercept, so the number of terms is bounded through the length of the source.
+"""The largest value an expression may build or read, in characters of its text (JSON for collections,
+counted with repeated references expanded); every operator and filter checks it before it builds."""
+MAX_DEPTH = 50
+"""How deeply a value an expression builds may nest (the resource it lands in has its own depth)."""
+# Bounds the work of compiling one expression (Jinja compiles it to Python source).
 MAX_EXPRESSION = 1024
 _MAX_POWER_BITS = 4096
 
 
 class RenderError(Exception):
-    """An expression that cannot be rendered. ``str()`` names the expression and the reason;
-    ``reason`` alone never quotes the expression (for Secret values)."""
+    """An expression that cannot be rendered. ``str()`` names the expression and the reason; ``reason``
+    may quote tokens of the expression (a filter name, an attribute); ``secret_reason`` quotes nothing
+    from it or from the inputs, for an expression that is a Secret's value."""
 
-    def __init__(self, reason: str, expression: str = "") -> None:
+    def __init__(self, reason: str, expression: str = "", secret_reason: str = "") -> None:
         super().__init__(f"{expression}: {reason}" if expression else reason)
         self.reason = reason
         self.expression = expression
+        self.secret_reason = secret_reason or reason
+
+
+class Scan:
+    """The expressions of a text: ``<<``, whitespace, the source, whitespace, ``>>``, the source on one
+    line, leftmost first and not overlapping; the spans ``re.finditer(r"<<(\\s[^\\n]*?\\s)>>")``
+    finds. Spaces inside the delimiters, as the ResourceSet convention writes them: ``cat <<EOF >> log``
+    in a shell script is not an expression.
+
+    That regular expression takes quadratic time (worse, in practice) on text with many ``<< `` and no
+    `` >>``: each opening scans to the end of its line again (240 KB took two minutes). Here each
+    opening asks for the next ``\\s>>`` and the next newline at or after a position, and both answers
+    are kept until the scan passes them, so every character is looked at a bounded number of times.
+    ``steps`` counts the characters examined, for the test that holds it linear.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.steps = 0
+
+    def spans(self) -> list[tuple[int, int]]:
+        """``(start, end)`` of every expression (see ``is_expression_source``)."""
+        text, length, at = self.text, len(self.text), 0
+        found: list[tuple[int, int]] = []
+        close_from, close = -1, -2  # the first `\s>>` at or after close_from (-1: none)
+        newline_from, newline = -1, -2
+        while True:
+            opening = text.find("<<", at)
+            self.steps += (opening if opening >= 0 else length) - at + 1
+            if opening < 0 or opening + 2 >= length:
+                return found
+            at = opening + 1
+            if not text[opening + 2].isspace():  # str.isspace is re's \s for str patterns
+                continue
+            after = opening + 3
+            if not (close_from <= after and (close == -1 or close >= after)):
+                match = _CLOSE.search(text, after)
+                close_from, close = after, match.start() if match else -1
+                self.steps += (close if close >= 0 else length) - after + 1
+            if close < 0:
+                return found  # no `\s>>` anywhere after: no later opening can close either
+            if not (newline_from <= after and (newline == -1 or newline >= after)):
+                newline_from, newline = after, text.find("\n", after)
+                self.steps += (newline if newline >= 0 else length) - after + 1
+            if 0 <= newline < close:
+                continue  # the source would span lines; a later close is past the same newline
+            at = close + 3
+            if is_expression_source(text[after:close]):
+                found.append((opening, at))
+
+
+_CLOSE = re.compile(r"\s>>")
+# One word, number or quoted string: a shell heredoc (`cat << EOF >> log`, `cat << 'EOF' >> log`) or a
+# shift (`$(( 1 << n >> 2 ))`), in a script held by a ConfigMap, a Secret or a container's args.
+_WORD = re.compile(r"""\s*(?:[A-Za-z_]\w*|[0-9][\w.]*|'[^'\n]*'|"[^"\n]*")\s*""")
+
+
+def is_expression_source(source: str) -> bool:
+    """Whether the text between ``<<`` and ``>>`` is an expression: not blank, and not a single word,
+    number or quoted string other than ``inputs`` (those are heredocs and shifts in scripts)."""
+    stripped = source.strip()
+    return bool(stripped) and (stripped == "inputs" or _WORD.fullmatch(source) is None)
 
 
 def has_expression(text: str) -> bool:
-    return "<<" in text and EXPRESSION.search(text) is not None
+    return "<<" in text and bool(Scan(text).spans())
 
 
 def render(text: str, inputs: Mapping[str, Any]) -> Any:
     """``text`` with every expression replaced. A text that is exactly one expression becomes the
     expression's value with its own type (a number stays a number, a mapping a mapping)."""
-    matches = [m for m in EXPRESSION.finditer(text) if m.group(1).strip()]
-    if not matches:
+    spans = Scan(text).spans() if "<<" in text else []
+    if not spans:
         return text
-    if len(matches) == 1 and matches[0].span() == (0, len(text)):
-        return _value(matches[0], inputs, lambda value, source: _native(_check(value), source))
+    if len(spans) == 1 and spans[0] == (0, len(text)):
+        value = _value(text, inputs, lambda value, source: _native(_check(value), source))
+        return _no_new_expression(value)
     pieces, last = [], 0
-    for found in matches:
-        pieces += [text[last : found.start()], _value(found, inputs, to_text)]
-        last = found.end()
+    for start, end in spans:
+        pieces += [text[last:start], _value(text[start:end], inputs, to_text)]
+        last = end
     pieces.append(text[last:])
-    result = "".join(pieces)
-    if len(result) > MAX_STRING:
+    if sum(map(len, pieces)) > MAX_STRING:
         raise RenderError(f"the rendered string is over {MAX_STRING} characters")
-    return result
+    return _no_new_expression("".join(pieces))
 
 
-def _evaluate(found: re.Match[str], inputs: Mapping[str, Any]) -> Any:
-    from jinja2 import TemplateError
+def _no_new_expression(value: Any) -> Any:
+    """Refuse a result holding an expression: pieces of inputs and template text put together
+    (``<< inputs.open >> inputs.x >>`` with ``open: "<<"``) would be evaluated by the next render."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if has_expression(item):
+                raise RenderError(
+                    "the result holds a << >> expression, which the next render would evaluate; "
+                    "inputs are values, not templates"
+                )
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return value
 
-    source = found.group(1).strip()
-    expression = found.group(0)
+
+def _evaluate(expression: str, inputs: Mapping[str, Any]) -> Any:
+    from jinja2 import TemplateError, TemplateSyntaxError, UndefinedError
+    from jinja2.exceptions import SecurityError
+
+    source = expression[2:-2].strip()
     if len(source) > MAX_EXPRESSION:
         raise RenderError(f"the expression is over {MAX_EXPRESSION} characters", expression)
     try:
@@ -72,15 +158,24 @@ def _evaluate(found: re.Match[str], inputs: Mapping[str, Any]) -> Any:
         _defined(value)
         return value
     except TemplateError as err:
-        raise RenderError(err.message or type(err).__name__, expression) from None
+        hidden = (
+            "a name is undefined"
+            if isinstance(err, UndefinedError)
+            else "not allowed in the sandbox"
+            if isinstance(err, SecurityError)
+            else "a syntax error or an unknown filter"
+            if isinstance(err, TemplateSyntaxError)
+            else "a template error"
+        )
+        raise RenderError(err.message or type(err).__name__, expression, hidden) from None
     except RenderError as err:
-        raise RenderError(err.reason, expression) from None
-    except RecursionError:
+        raise RenderError(err.reason, expression, err.secret_reason) from None
+    except (RecursionError, SyntaxError):  # Python's own nesting limits, when Jinja compiles the source
         raise RenderError("the expression nests too deeply", expression) from None
     except MemoryError:
         raise RenderError("the expression needs too much memory", expression) from None
     except (ArithmeticError, ValueError, TypeError, LookupError) as err:
-        raise RenderError(f"{type(err).__name__}: {err}", expression) from None
+        raise RenderError(f"{type(err).__name__}: {err}", expression, type(err).__name__) from None
 
 
 @cache
@@ -89,12 +184,12 @@ def _compile(source: str) -> Callable[..., Any]:
     return compiled
 
 
-def _value(found: re.Match[str], inputs: Mapping[str, Any], finish: Callable[[Any, str], Any]) -> Any:
+def _value(expression: str, inputs: Mapping[str, Any], finish: Callable[[Any, str], Any]) -> Any:
     """``finish(value, expression)`` of one expression; every error it raises names the expression."""
     try:
-        return finish(_evaluate(found, inputs), found.group(0))
+        return finish(_evaluate(expression, inputs), expression)
     except RenderError as err:
-        raise RenderError(err.reason, err.expression or found.group(0)) from None
+        raise RenderError(err.reason, err.expression or expression, err.secret_reason) from None
 
 
 def _native(value: Any, source: str) -> Any:
@@ -110,9 +205,11 @@ def _native(value: Any, source: str) -> Any:
 
 
 def to_text(value: Any, source: str = "") -> str:
-    """How a value reads inside a longer string: scalars as YAML writes them, collections as JSON."""
+    """How a value reads inside a longer string: scalars as YAML writes them, collections as JSON.
+    Refuses a value over MAX_STRING before writing it (every filter reads its input through here)."""
     _defined(value)
     if isinstance(value, str):
+        _room(len(value))
         return str(value)
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -122,10 +219,49 @@ def to_text(value: Any, source: str = "") -> str:
         return str(value)
     import json
 
+    _room(size_of(value))
     try:
         return json.dumps(_native(value, source), sort_keys=True, separators=(",", ":"))
     except RenderError:
         raise RenderError(f"gives a {type(value).__name__}, not data") from None
+
+
+def size_of(value: Any, limit: int = MAX_STRING) -> int:
+    """The characters of ``value`` written out (JSON for collections, one more per separator), a
+    reference repeated in a list counted each time: what writing it would build. Counting stops once
+    past ``limit``, so measuring costs at most ``limit`` steps whatever the value. Refuses nesting
+    deeper than MAX_DEPTH."""
+    total = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack and total <= limit:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            total += len(item) + 2
+        elif isinstance(item, bool) or item is None:
+            total += 5
+        elif isinstance(item, int):
+            total += item.bit_length() // 3 + 2  # a decimal digit holds over 3 bits
+        elif isinstance(item, (Mapping, list, tuple)):
+            if depth >= MAX_DEPTH:
+                raise RenderError(f"a value nesting deeper than {MAX_DEPTH} levels")
+            entries = list(item.items()) if isinstance(item, Mapping) else item
+            total += 2 + len(entries)
+            for entry in entries:
+                if isinstance(entry, tuple) and isinstance(item, Mapping):
+                    stack.extend((part, depth + 1) for part in entry)
+                else:
+                    stack.append((entry, depth + 1))
+                if len(stack) > limit:
+                    return limit + 1
+        else:
+            total += 24  # floats and anything else: short
+    return total
+
+
+def _room(size: int) -> None:
+    """Refuse before building a result that would be over the limit."""
+    if size > MAX_STRING:
+        raise RenderError(f"a value of over {MAX_STRING} characters")
 
 
 def _defined(value: Any) -> None:
@@ -136,14 +272,19 @@ def _defined(value: Any) -> None:
 
 
 def _check(value: Any) -> Any:
-    if isinstance(value, (str, list, tuple, dict)) and len(value) > MAX_STRING:
-        raise RenderError(f"a value of over {MAX_STRING} items or characters")
+    """Every intermediate value: within MAX_STRING and MAX_DEPTH, and an int go-yaml can read."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not INT_MIN <= value <= INT_MAX:
+            raise RenderError("an integer out of the 64-bit range that kpt and kustomize read")
+        return value
+    _room(size_of(value))
     return value
 
 
 @cache
 def _environment() -> Any:
-    from jinja2 import StrictUndefined
+    from jinja2 import StrictUndefined, nodes
+    from jinja2.compiler import CodeGenerator, Frame
     from jinja2.exceptions import SecurityError
     from jinja2.sandbox import SandboxedEnvironment
 
@@ -163,6 +304,8 @@ def _environment() -> Any:
             if isinstance(obj, Mapping):
                 return obj[argument] if argument in obj else self.undefined(obj=obj, name=argument)
             if isinstance(obj, (list, tuple, str)) and isinstance(argument, (int, slice)):
+                if isinstance(argument, slice):  # a copy: bounded before it is made
+                    _room(len(range(len(obj))[argument]))
                 try:
                     return obj[argument]
                 except IndexError:
@@ -181,9 +324,33 @@ def _environment() -> Any:
             if operator == "*" and (_is_sequence(left) or _is_sequence(right)):
                 count = right if _is_sequence(left) else left
                 other = left if _is_sequence(left) else right
-                if isinstance(count, int) and count * len(other) > MAX_STRING:
-                    raise SecurityError(f"repetition over {MAX_STRING} items or characters")
+                # Measured deep: [inputs.big] * 1000 is one item repeated, but 200 MB once written.
+                if isinstance(count, int) and count > 0 and count * size_of(other) > MAX_STRING:
+                    raise SecurityError(f"repetition over {MAX_STRING} characters")
+            if operator == "+" and (_is_sequence(left) or _is_sequence(right)):
+                _room(size_of(left) + size_of(right))
             return _check(super().call_binop(context, operator, left, right))
+
+        def bounded_concat(self, parts: tuple[Any, ...]) -> str:
+            """``a ~ b``: each part as it reads inside a string, the total bounded before joining
+            (Jinja's own join str()s each part, a list as Python writes it, with no bound at all)."""
+            texts, total = [], 0
+            for part in parts:
+                text = to_text(part)
+                total += len(text)
+                _room(total)
+                texts.append(text)
+            return "".join(texts)
+
+    class Generator(CodeGenerator):
+        def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+            self.write("environment.bounded_concat((")
+            for arg in node.nodes:
+                self.visit(arg, frame)
+                self.write(", ")
+            self.write("))")
+
+    Sandbox.code_generator_class = Generator
 
     env = Sandbox(
         undefined=StrictUndefined,

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 import re
 from collections.abc import Callable
 from typing import Any
 
-from krmfn.functions.render_inputs.engine import MAX_STRING, RenderError, _defined, _native, to_text
+from krmfn.functions.render_inputs.engine import _defined, _native, _room, size_of, to_text
 
 
 def quote(value: Any) -> str:
@@ -22,14 +23,23 @@ def to_yaml(value: Any) -> str:
     import yaml
 
     _defined(value)
-    text = yaml.safe_dump(
-        _native(value, "toYaml"), default_flow_style=False, sort_keys=True, allow_unicode=True
+    _room(size_of(value))
+    out = _Bounded()  # indentation can make YAML many times longer than the value: stop as it grows
+    yaml.safe_dump(
+        _native(value, "toYaml"), out, default_flow_style=False, sort_keys=True, allow_unicode=True
     )
-    return text.removesuffix("\n...\n").rstrip("\n")
+    return out.getvalue().removesuffix("\n...\n").rstrip("\n")
+
+
+class _Bounded(io.StringIO):
+    def write(self, text: str) -> int:
+        _room(self.tell() + len(text))
+        return super().write(text)
 
 
 def to_json(value: Any) -> str:
     _defined(value)
+    _room(size_of(value))
     return json.dumps(_native(value, "toJson"), sort_keys=True, separators=(",", ":"))
 
 
@@ -75,20 +85,19 @@ def replace(value: Any, old: Any, new: Any) -> str:
 
 
 def b64enc(value: Any) -> str:
-    return base64.b64encode(to_text(value).encode()).decode()
+    data = to_text(value).encode()
+    _room((len(data) + 2) // 3 * 4)
+    return base64.b64encode(data).decode()
 
 
 def join(value: Any, separator: Any = "") -> str:
     _defined(value)
-    parts, glue = [to_text(v) for v in value], to_text(separator)
+    glue = to_text(separator)
+    count = len(value) if hasattr(value, "__len__") else 0
+    _room(size_of(value) + len(glue) * max(count - 1, 0))  # before any part is written
+    parts = [to_text(v) for v in value]
     _room(sum(map(len, parts)) + len(glue) * max(len(parts) - 1, 0))
     return glue.join(parts)
-
-
-def _room(size: int) -> None:
-    """Refuse before building a result that would be over the limit."""
-    if size > MAX_STRING:
-        raise RenderError(f"a result of over {MAX_STRING} characters")
 
 
 FILTERS: dict[str, Callable[..., Any]] = {

@@ -7,7 +7,7 @@ from typing import Any
 
 from krmfn import ResourceList
 from krmfn.functions.render_inputs import engine
-from krmfn.functions.render_inputs.config import RenderInputsConfig
+from krmfn.functions.render_inputs.config import STRING_VALUES, RenderInputsConfig
 from krmfn.kobj import Obj, is_local_config, set_scalar, walk_strings
 from krmfn.yamlio import plain
 
@@ -37,6 +37,12 @@ def collect_inputs(rl: ResourceList, config: RenderInputsConfig) -> dict[str, An
             rl.results.error("data must be a mapping of strings", found[0], field="data")
             ok = False
             continue
+        wrong = [key for key, value in data.items() if not isinstance(value, str)]
+        for key in wrong:  # as the API server refuses them, and `| int` in templates expects them
+            rl.results.error(STRING_VALUES, found[0], field=f"data.{key}")
+        if wrong:
+            ok = False
+            continue
         merged.update({str(k): v for k, v in plain(data).items()})
     for _, _, path in (hit for hit in walk_strings(merged) if engine.has_expression(hit[0][hit[1]])):
         # The rendered value would hold the expression, and the next render would evaluate it.
@@ -58,10 +64,43 @@ def render_inputs(rl: ResourceList, config: RenderInputsConfig) -> None:
         if is_local_config(obj):
             continue
         renderer = _Renderer(rl, obj, inputs)
-        renderer.value(obj, "")
+        if _is_secret(obj) and not config.render_secrets:
+            _leave_payload(rl, obj)
+            renderer.value({k: v for k, v in obj.items() if k not in SECRET_PAYLOAD}, "", obj)
+        else:
+            renderer.value(obj, "")
         strings += renderer.rendered
         resources += bool(renderer.rendered)
     rl.results.info(f"rendered {strings} expression(s) in {resources} resource(s)")
+
+
+SECRET_PAYLOAD = ("data", "stringData")
+
+
+def _is_secret(obj: Obj) -> bool:
+    return obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1"
+
+
+def _leave_payload(rl: ResourceList, obj: Obj) -> None:
+    """One warning for a Secret whose payload holds expressions left unrendered: applied as they are,
+    they would be wrong values, so say so (never quoting them)."""
+    found = [path for key in SECRET_PAYLOAD for path in _expression_paths(obj.get(key), key)]
+    if found:
+        rl.results.warning(
+            f"{len(found)} << >> expression(s) in the Secret's payload left unrendered: Secret data and "
+            "stringData are rendered only with renderSecrets: true",
+            obj,
+            field=found[0],
+        )
+
+
+def _expression_paths(node: Any, path: str) -> list[str]:
+    if isinstance(node, str):
+        return [path] if engine.has_expression(node) else []
+    keys = [f"{path}.{k}" for k in node if isinstance(k, str)] if isinstance(node, dict) else []
+    return [p for p in keys if engine.has_expression(p[len(path) + 1 :])] + [
+        p for container, key, p in walk_strings(node, path) if engine.has_expression(container[key])
+    ]
 
 
 class _Renderer:
@@ -74,26 +113,28 @@ class _Renderer:
         try:
             value = engine.render(text, self.inputs)
         except engine.RenderError as err:
-            # In a Secret the expression is the Secret's value: report why, never what.
-            message = err.reason if self.obj.get("kind") == "Secret" else str(err)
+            # In a Secret the expression is the Secret's value: report why, never what (nor a token
+            # of it, such as an attribute or filter name).
+            message = (
+                f"cannot render the expression: {err.secret_reason} (a Secret's value is never quoted)"
+                if _is_secret(self.obj)
+                else str(err)
+            )
             self.rl.results.error(message, self.obj, field=path)
             return False, text
         self.rendered += 1
         return True, value
 
-    def value(self, node: Any, path: str) -> None:
+    def value(self, node: Any, path: str, target: Any = None) -> None:
+        """Render ``node``'s strings and keys; ``target`` is the mapping to write top-level keys into
+        when ``node`` is a filtered view of it (a Secret without its payload)."""
+        if target is not None:
+            for key in list(node):
+                self._child(target, key, key)
+            return
         if isinstance(node, dict):
             for key in list(node):
-                here = f"{path}.{key}" if path else str(key)
-                child = node[key]
-                if isinstance(child, str):
-                    changed, new = self._render(child, here)
-                    if changed:
-                        set_scalar(node, key, new)
-                else:
-                    self.value(child, here)
-                if isinstance(key, str):
-                    self._key(node, key, here)
+                self._child(node, key, f"{path}.{key}" if path else str(key))
         elif isinstance(node, list):
             for index, child in enumerate(node):
                 here = f"{path}[{index}]"
@@ -103,6 +144,17 @@ class _Renderer:
                         node[index] = new
                 else:
                     self.value(child, here)
+
+    def _child(self, node: dict[Any, Any], key: Any, here: str) -> None:
+        child = node[key]
+        if isinstance(child, str):
+            changed, new = self._render(child, here)
+            if changed:
+                set_scalar(node, key, new)
+        else:
+            self.value(child, here)
+        if isinstance(key, str):
+            self._key(node, key, here)
 
     def _key(self, mapping: dict[Any, Any], key: str, path: str) -> None:
         changed, new = self._render(key, path)

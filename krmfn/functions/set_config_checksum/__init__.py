@@ -54,6 +54,21 @@ class SetConfigChecksumConfig:
         default_factory=list, metadata={"help": "which workloads (default: all)"}
     )
     exclude: list[Selector] = field(default_factory=list, metadata={"help": "workloads to leave alone"})
+    hmac_key_env: str = field(
+        default="",
+        metadata={
+            "help": "keyed mode: an environment variable holding a key (16 bytes or more); the "
+            "annotation is then hmac-sha256:<hex>, which cannot be brute-forced without the key",
+            "example": "KRMFN_CHECKSUM_KEY",
+        },
+    )
+    hmac_key_file: str = field(
+        default="",
+        metadata={
+            "help": "keyed mode: a file holding the key instead",
+            "example": "/run/secrets/checksum-key",
+        },
+    )
 
 
 FUNCTION = Function(

@@ -6,7 +6,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from krmfn import ResourceList, select
+from krmfn.errors import ConfigError
 from krmfn.functions.set_config_checksum.digest import checksum
+from krmfn.functions.set_config_checksum.keyed import keyed, load_key
 from krmfn.functions.set_config_checksum.podtemplates import PodTemplate, TemplatePath, pod_templates
 from krmfn.functions.set_config_checksum.references import (
     KINDS,
@@ -61,6 +63,9 @@ def references(obj: Obj, template: PodTemplate, namespace: str) -> list[ConfigRe
 class Run:
     """One run's state: the index of config objects, the counters of the summary, the results."""
 
+    key: bytes | None = None
+    """The HMAC key of the keyed mode (see keyed.py); None for plain sha256."""
+
     def __init__(self, rl: ResourceList, config: SetConfigChecksumConfig) -> None:
         self.rl = rl
         self.config = config
@@ -84,7 +89,7 @@ class Run:
             present = [target for target in found if target is not None]
             if present:
                 _metadata_first(template.template)
-                set_annotation(template.template, CHECKSUM, checksum(present))
+                set_annotation(template.template, CHECKSUM, self.digest(present))
                 self.annotated += 1
                 self.hashed.update(ref.key for ref in refs if ref.key in self.index)
             elif remove_annotation(template.template, CHECKSUM):
@@ -123,6 +128,10 @@ class Run:
             return f"; a {ref.kind} of that name is local config, which is not deployed"
         return ""
 
+    def digest(self, objects: list[Obj]) -> str:
+        plain = checksum(objects)
+        return plain if self.key is None else keyed(plain, self.key)
+
     def summary(self) -> str:
         text = (
             f"set {CHECKSUM} on {self.annotated} pod template(s) "
@@ -136,7 +145,13 @@ class Run:
 
 
 def set_config_checksum(rl: ResourceList, config: SetConfigChecksumConfig) -> None:
+    try:
+        key = load_key(config.hmac_key_env, config.hmac_key_file)
+    except ConfigError as err:
+        rl.results.error(err.reason, field=f"functionConfig.{err.field}")
+        return
     run = Run(rl, config)
+    run.key = key
     for obj in select(rl.items, config.selectors, config.exclude):
         run.visit(obj)
     rl.results.info(run.summary())

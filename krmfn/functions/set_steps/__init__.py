@@ -12,6 +12,7 @@ from krmfn.functions.set_steps import dependson, runner_annotations
 from krmfn.functions.set_steps.annotate import plan_depends_on, write_steps
 from krmfn.functions.set_steps.config import SetStepsConfig, Step
 from krmfn.functions.set_steps.plan import assign
+from krmfn.jobspec import ttl_warning
 from krmfn.kobj import is_local_config, set_annotation
 
 __all__ = ["FUNCTION", "SetStepsConfig", "Step", "main"]
@@ -36,8 +37,24 @@ def set_steps(rl: ResourceList, config: SetStepsConfig) -> None:
     for index, (step, group) in enumerate(zip(config.steps, groups, strict=True)):
         if not group:
             rl.results.warning(f"step {step.name!r} has no resources", field=f"functionConfig.steps[{index}]")
+    _warn_unprotected_ttl(rl, config)
     count = sum(len(group) for group in groups)
     rl.results.info(f"assigned {count} resource(s) to {len(config.steps)} step(s)")
+
+
+ENGINES = {"depends-on": "kpt live apply", "argocd": "Argo CD"}
+
+
+def _warn_unprotected_ttl(rl: ResourceList, config: SetStepsConfig) -> None:
+    """The steps are written for kpt live apply or Argo CD too: neither has krmfn apply's record of the
+    Jobs it ran, so a Job deleted by its TTL is created and run again there."""
+    engines = [ENGINES[e] for e in config.emit if e in ENGINES]
+    if not engines:
+        return
+    for obj in rl.items:
+        warning = ttl_warning(obj, " or ".join(engines))
+        if warning and not is_local_config(obj):
+            rl.results.warning(warning, obj, field="spec.ttlSecondsAfterFinished")
 
 
 FUNCTION = Function(

@@ -5,14 +5,15 @@ Checks read a Job or CronJob and never change it. A finding is (rule id, message
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from krmfn.duration import SECOND, parse_duration
+from krmfn.functions.validate_jobs import api
 from krmfn.functions.validate_jobs.cron import ScheduleError, check_schedule
 from krmfn.functions.validate_jobs.timezones import zone_problem
+from krmfn.k8snames import indexed_completions, name_findings
 from krmfn.kobj import Obj, annotations_of, get_path
 
 
@@ -26,6 +27,7 @@ RULES: dict[str, Rule] = {
     "restart-policy": Rule("error", "pod template restartPolicy is not Never or OnFailure"),
     "name-invalid": Rule("error", "metadata.name is not a DNS-1123 subdomain"),
     "name-too-long": Rule("error", "Job name over 63 characters, CronJob name over 52"),
+    "api-invalid": Rule("error", "a Job or CronJob field the API server refuses (its own validation)"),
     "schedule-invalid": Rule("error", "CronJob schedule is not a valid cron expression or descriptor"),
     "schedule-time-zone-prefix": Rule("error", "CronJob schedule uses TZ= or CRON_TZ="),
     "time-zone-invalid": Rule("error", "CronJob timeZone is not an IANA time zone name"),
@@ -35,6 +37,9 @@ RULES: dict[str, Rule] = {
         "warning", "recreate-on-failure without the krmfn.dev/idempotent acknowledgement"
     ),
     "deadline-over-step-timeout": Rule("warning", "activeDeadlineSeconds longer than the step's timeout"),
+    "backoff-over-step-timeout": Rule(
+        "warning", "the Job controller's back-off before the last retry is longer than the step's timeout"
+    ),
     "concurrency-policy-default": Rule("warning", "CronJob without an explicit concurrencyPolicy"),
 }
 
@@ -42,9 +47,12 @@ JOB_BASE_NAME = "krmfn.dev/job-base-name"
 IDEMPOTENT = "krmfn.dev/idempotent"
 STEP_TIMEOUT = "krmfn.dev/step-timeout"
 RECREATE = ("krmfn.dev/recreate-on-failure", "fluxcd.controlplane.io/recreateOnFailure")
-NAME_LIMITS = {"Job": 63, "CronJob": 52}
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _RESTART_VALUES = '"OnFailure", "Never"'
+DEFAULT_BACKOFF_LIMIT = 6
+POD_FAILURE_BACKOFF = 10
+"""Seconds the Job controller waits before re-creating a pod after the first failure; it doubles with
+each failure (pkg/controller/job: DefaultJobPodFailureBackOff), up to MAX_POD_FAILURE_BACKOFF."""
+MAX_POD_FAILURE_BACKOFF = 600
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,13 @@ def check(obj: Obj) -> Iterator[Finding]:
     job_spec = "spec" if kind == "Job" else "spec.jobTemplate.spec"
     yield from _name(obj, kind)
     yield from _restart_policy(obj, job_spec)
+    problems = (
+        api.job_spec_problems(obj.get("spec"), "spec")
+        if kind == "Job"
+        else api.cronjob_spec_problems(obj.get("spec"))
+    )
+    for problem in problems:
+        yield Finding(api.RULE, problem.message, problem.field, problem.value)
     if (
         get_path(obj, f"{job_spec}.backoffLimit") is None
         and get_path(obj, f"{job_spec}.backoffLimitPerIndex") is None
@@ -74,35 +89,20 @@ def check(obj: Obj) -> Iterator[Finding]:
     if kind == "Job":
         yield from _ttl(obj)
         yield from _deadline(obj)
+        yield from _backoff(obj)
     else:
         yield from _cron(obj)
 
 
 def _name(obj: Obj, kind: str) -> Iterator[Finding]:
+    """The API server's rule for the name (krmfn/k8snames.py, shared with hash-job-names)."""
     name = get_path(obj, "metadata.name")
     if not isinstance(name, str) or not name:
         return  # generateName: the API server picks the name
-    if len(name) > 253 or not _SUBDOMAIN.match(name):
-        yield Finding(
-            "name-invalid",
-            f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case '
-            "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-            "metadata.name",
-            name,
-        )
-    limit = NAME_LIMITS[kind]
-    if len(name) > limit:
-        why = (
-            "the Job name becomes the value of the pod label batch.kubernetes.io/job-name"
-            if kind == "Job"
-            else "the CronJob controller appends an 11-character suffix to name each Job"
-        )
-        yield Finding(
-            "name-too-long",
-            f'Invalid value: "{name}": must be no more than {limit} characters ({len(name)}; {why})',
-            "metadata.name",
-            name,
-        )
+    indexed = indexed_completions(obj.get("spec")) if kind == "Job" else None
+    for too_long, message in name_findings(kind, name, indexed):
+        yield Finding("name-too-long" if too_long else "name-invalid", f'Invalid value: "{name}": {message}',
+                      "metadata.name", name)  # fmt: skip
 
 
 def _restart_policy(obj: Obj, job_spec: str) -> Iterator[Finding]:
@@ -207,4 +207,46 @@ def _cron(obj: Obj) -> Iterator[Finding]:
             "no concurrencyPolicy: the default Allow starts a new run while the previous one is still "
             "going; set Forbid or Replace unless overlapping runs are safe",
             "spec.concurrencyPolicy",
+        )
+
+
+def backoff_seconds(retries: int) -> int:
+    """The least time the Job controller waits between the first failure and the last retry: 10s, 20s,
+    40s, ... (capped at 10 minutes) before each of ``retries`` re-created pods."""
+    return sum(min(POD_FAILURE_BACKOFF * 2**i, MAX_POD_FAILURE_BACKOFF) for i in range(retries))
+
+
+def _backoff(obj: Obj) -> Iterator[Finding]:
+    """A step that times out before the Job's last retry could even start reports a timeout where the Job
+    would have reported its real failure (or success). ``activeDeadlineSeconds`` bounds the Job, so it
+    is the other rule's business (deadline-over-step-timeout)."""
+    timeout = annotations_of(obj).get(STEP_TIMEOUT)
+    found = obj.get("spec")
+    spec: dict[str, Any] = found if isinstance(found, dict) else {}
+    if timeout is None or spec.get("activeDeadlineSeconds") is not None:
+        return
+    limit = spec.get("backoffLimit", DEFAULT_BACKOFF_LIMIT if spec.get("backoffLimitPerIndex") is None else 0)
+    per_index = spec.get("backoffLimitPerIndex")
+    retries = per_index if isinstance(per_index, int) and spec.get("backoffLimit") is None else limit
+    if not isinstance(retries, int) or isinstance(retries, bool) or retries <= 0:
+        return
+    try:
+        nanos = parse_duration(str(timeout))
+    except ValueError:
+        return  # deadline-over-step-timeout reports an unreadable timeout
+    waited = backoff_seconds(retries)
+    if waited * SECOND > nanos:
+        field = (
+            "spec.backoffLimit"
+            if "backoffLimit" in spec or per_index is None
+            else "spec.backoffLimitPerIndex"
+        )
+        yield Finding(
+            "backoff-over-step-timeout",
+            f"with {retries} retries the Job controller waits at least {waited}s between pod failures "
+            f"(10s, doubling, at most 10m each) before the last retry starts, longer than the step timeout "
+            f"{timeout}: the step times out before the Job can fail or succeed; lower the retries, raise the "
+            "step timeout, or bound the Job with activeDeadlineSeconds",
+            field,
+            retries,
         )

@@ -1,0 +1,251 @@
+"""One staged deploy through three engines on the test control plane (a benchmark, not a test); prints a
+Markdown table.
+
+    python bench/engines.py             # 5 rounds
+    python bench/engines.py --rounds 9
+    python bench/engines.py --quick     # smoke: 1 round
+
+The deploy is tests/testdata/export-staged-deploy rendered with kpt (set-steps with ``emit:
+[depends-on]``): a migration Job (step pre-deploy), a ConfigMap, Service and 2-replica Deployment
+(deploy), a warm-up Job (post-deploy, waited for). The engines, alternating, each run in a fresh namespace:
+
+- ``krmfn apply -f DIR -n NS`` (the CLI; total = process start to exit);
+- the Flux Operator v0.58.1 running the ``krmfn export resourceset`` output (total = ResourceSet
+  creation to its Ready condition turning True);
+- ``kpt live apply`` of the same directory (total = process start to exit; its ResourceGroup CRD is
+  installed once, before the rounds).
+
+Step gap: one observer for all three, a watch on the namespace's Jobs, Deployments, ConfigMaps and
+Services. For each step boundary, the time from the step's objects being healthy (the migration Job
+Complete; the Deployment with every replica updated and available) to the first object of the next step
+appearing. A negative gap means the engine started the next step before the previous one was healthy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from cluster.cluster import Cluster  # noqa: E402
+from cluster.engines import (  # noqa: E402
+    PLACEHOLDER,
+    ResourceSet,
+    export_resourceset,
+    kpt,
+    render,
+    run,
+)
+from lightkube import Client  # noqa: E402
+from lightkube.core.resource import NamespacedResource  # noqa: E402
+from lightkube.models.meta_v1 import ObjectMeta  # noqa: E402
+from lightkube.resources.apps_v1 import Deployment  # noqa: E402
+from lightkube.resources.batch_v1 import Job  # noqa: E402
+from lightkube.resources.core_v1 import ConfigMap, Namespace, Service, ServiceAccount  # noqa: E402
+
+ENGINES = ("krmfn apply", "Flux Operator", "kpt live apply")
+# (the object that makes the step healthy, the objects of the next step)
+BOUNDARIES = (
+    (("Job", "db-migration"), {("ConfigMap", "warmup-script"), ("Service", "app"), ("Deployment", "app")}),
+    (("Deployment", "app"), {("Job", "cache-warmup")}),
+)
+WATCHED: tuple[type[NamespacedResource], ...] = (Job, Deployment, ConfigMap, Service)
+
+
+@dataclass
+class Observer:
+    """Watches one namespace and records when each object first appeared and first turned healthy."""
+
+    client: Client
+    namespace: str
+    appeared: dict[tuple[str, str], float] = field(default_factory=dict)
+    healthy: dict[tuple[str, str], float] = field(default_factory=dict)
+    ready: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> None:
+        started = [threading.Event() for _ in WATCHED]
+        for kind, flag in zip(WATCHED, started, strict=True):
+            threading.Thread(target=self._watch, args=(kind, flag), daemon=True).start()
+        for flag in started:
+            flag.wait(30)
+
+    def _watch(self, kind: type[NamespacedResource], started: threading.Event) -> None:
+        with contextlib.suppress(Exception):  # the cluster stops under the daemon threads at the end
+            self._follow(kind, started)
+
+    def _follow(self, kind: type[NamespacedResource], started: threading.Event) -> None:
+        # The list gives the resourceVersion to watch from, so no event between list and watch is lost.
+        listed = self.client.list(kind, namespace=self.namespace)
+        for _ in listed:
+            pass
+        version = listed.resourceVersion
+        started.set()
+        for _, obj in self.client.watch(kind, namespace=self.namespace, resource_version=version):
+            now = time.perf_counter()
+            data: dict[str, Any] = obj.to_dict()  # type: ignore[attr-defined]  # every model has it
+            key = (data["kind"], data["metadata"]["name"])
+            self.appeared.setdefault(key, now)
+            if key not in self.healthy and _healthy(data):
+                self.healthy[key] = now
+
+    def complete(self) -> bool:
+        """Every object the gaps need has been seen (appeared, and healthy where it ends a step)."""
+        return all(
+            done in self.healthy and following <= self.appeared.keys() for done, following in BOUNDARIES
+        )
+
+    def gaps(self) -> list[float]:
+        out = []
+        for done, following in BOUNDARIES:
+            next_first = min(self.appeared[key] for key in following)
+            out.append(next_first - self.healthy[done])
+        return out
+
+
+def _healthy(data: dict[str, Any]) -> bool:
+    status: dict[str, Any] = data.get("status") or {}
+    if data["kind"] == "Job":
+        return any(
+            c.get("type") == "Complete" and c.get("status") == "True" for c in status.get("conditions") or []
+        )
+    if data["kind"] == "Deployment":
+        want = (data.get("spec") or {}).get("replicas", 1)
+        return bool(
+            status.get("observedGeneration", 0) >= data["metadata"].get("generation", 0)
+            and status.get("updatedReplicas") == want
+            and status.get("availableReplicas") == want
+        )
+    return True
+
+
+def fresh_namespace(client: Client, engine: str, n: int) -> str:
+    name = f"eng-{engine.split(maxsplit=1)[0].lower()}-{n}-{time.time_ns() % 10**6}"
+    client.create(Namespace(metadata=ObjectMeta(name=name)))
+    deadline = time.monotonic() + 30
+    while True:  # pods are rejected until the namespace's default ServiceAccount exists
+        try:
+            client.get(ServiceAccount, "default", namespace=name)
+            return name
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def package_for(rendered: Path, namespace: str, workdir: Path) -> Path:
+    """The rendered package with its namespace replaced (no second kpt render: rendering is not timed)."""
+    target = workdir / namespace
+    target.mkdir()
+    for file in rendered.iterdir():
+        if file.is_file():
+            (target / file.name).write_text(file.read_text().replace(PLACEHOLDER, namespace))
+    return target
+
+
+def krmfn_apply(cluster: Cluster, package: Path, namespace: str) -> float:
+    krmfn = str(Path(sys.executable).parent / "krmfn")
+    start = time.perf_counter()
+    run(
+        [krmfn, "apply", "-f", str(package), "-n", namespace, "--kubeconfig", str(cluster.kubeconfig)],
+        package,
+    )
+    return time.perf_counter() - start
+
+
+def flux_operator(cluster: Cluster, package: Path, namespace: str) -> float:
+    client = cluster.client()
+    rset = export_resourceset(package, namespace, package.parent, name=namespace)
+    start = time.perf_counter()
+    client.create(ResourceSet.from_dict(rset))
+    for _, obj in client.watch(ResourceSet, namespace=namespace, fields={"metadata.name": namespace}):
+        status = obj.get("status") or {}
+        ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+        if ready and ready[0]["status"] == "True":
+            return time.perf_counter() - start
+        if ready and ready[0]["status"] == "False":
+            raise SystemExit(f"the ResourceSet failed: {ready[0].get('message')}")
+    raise SystemExit("the ResourceSet watch ended")
+
+
+def kpt_live(cluster: Cluster, package: Path, namespace: str) -> float:
+    run([kpt(), "live", "init", "--namespace", namespace], package, cluster.kubeconfig)
+    start = time.perf_counter()
+    run([kpt(), "live", "apply", "--reconcile-timeout", "2m"], package, cluster.kubeconfig)
+    return time.perf_counter() - start
+
+
+RUNNERS: dict[str, Callable[[Cluster, Path, str], float]] = {
+    "krmfn apply": krmfn_apply,
+    "Flux Operator": flux_operator,
+    "kpt live apply": kpt_live,
+}
+
+
+def measure(cluster: Cluster, rounds: int, workdir: Path) -> dict[str, tuple[list[float], list[list[float]]]]:
+    rendered = render(workdir, PLACEHOLDER, name="rendered")
+    run([kpt(), "live", "install-resource-group"], workdir, cluster.kubeconfig)
+    client = cluster.client()
+    results: dict[str, tuple[list[float], list[list[float]]]] = {
+        e: ([], [[] for _ in BOUNDARIES]) for e in ENGINES
+    }
+    for n in range(rounds):
+        for engine in ENGINES:
+            namespace = fresh_namespace(client, engine, n)
+            package = package_for(rendered, namespace, workdir)
+            observer = Observer(cluster.client(), namespace)
+            observer.start()
+            total = RUNNERS[engine](cluster, package, namespace)
+            deadline = time.monotonic() + 60  # kpt does not wait for the Jobs to complete
+            while not observer.complete() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            totals, gaps = results[engine]
+            totals.append(total)
+            for i, gap in enumerate(observer.gaps()):
+                gaps[i].append(gap)
+            print(f"round {n + 1} {engine}: {total:.2f}s, gaps {[round(g, 3) for g in observer.gaps()]}",
+                  file=sys.stderr)  # fmt: skip
+    return results
+
+
+def table(results: dict[str, tuple[list[float], list[list[float]]]], rounds: int) -> None:
+    print(f"### Staged deploy (3 steps), three engines, median of {rounds} run(s)\n")
+    print("| engine | total s | gap pre-deploy -> deploy | gap deploy -> post-deploy | totals min-max s |")
+    print("|---|---:|---:|---:|---:|")
+    for engine, (totals, gaps) in results.items():
+        cells = " | ".join(_ms(statistics.median(g)) for g in gaps)
+        print(
+            f"| {engine} | {statistics.median(totals):.2f} | {cells} | {min(totals):.2f}-{max(totals):.2f} |"
+        )
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if abs(seconds) < 1 else f"{seconds:.2f} s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="smoke mode: 1 round")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    rounds = 1 if args.quick else args.rounds
+    with tempfile.TemporaryDirectory(prefix="krmfn-bench-") as tmp, Cluster(Path(tmp) / "cluster") as cluster:
+        cluster.start_flux_operator()
+        results = measure(cluster, rounds, Path(tmp))
+    table(results, rounds)
+
+
+if __name__ == "__main__":
+    main()

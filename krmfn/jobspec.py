@@ -1,0 +1,78 @@
+"""What makes two Jobs the same run: the fields of a Job's spec the API server lets change in place.
+
+The API server (pkg/apis/batch/validation, ``ValidateJobSpecUpdate``) refuses changes to ``selector``,
+``template``, ``completions`` (except an Indexed Job's, in tandem with ``parallelism``),
+``completionMode``, ``podFailurePolicy``, ``backoffLimitPerIndex``, ``managedBy`` and
+``successPolicy``. Every other field of the spec may change on a live Job: those below. A change of
+them alone is the same run, applied in place; anything else is a new Job (a new name from hash-job-names,
+or a delete and re-create under ``krmfn.dev/force``).
+
+The table is checked field by field against a real API server by
+tests/cluster/test_job_mutability.py: each field listed is changed on a live, completed Job with a
+server-side apply (accepted), and each immutable field is changed the same way (refused with "field is
+immutable"). A field missing from the table is only conservative: the runner still asks the API server,
+which applies the change in place when it may.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+MUTABLE_SPEC_FIELDS = (
+    "activeDeadlineSeconds",
+    "backoffLimit",
+    "maxFailedIndexes",
+    "parallelism",
+    "podReplacementPolicy",
+    "suspend",
+    "ttlSecondsAfterFinished",
+)
+IMMUTABLE_SPEC_FIELDS = (
+    "backoffLimitPerIndex",
+    "completionMode",
+    "completions",
+    "managedBy",
+    "podFailurePolicy",
+    "selector",
+    "successPolicy",
+    "template",
+)
+
+
+def run_identity(spec: Any) -> Any:
+    """``spec`` without the fields that may change on a live Job: equal identities, same run."""
+    if not isinstance(spec, dict):
+        return spec
+    return {k: v for k, v in spec.items() if k not in MUTABLE_SPEC_FIELDS}
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest(value: Any, length: int) -> str:
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:length]
+
+
+def ttl_warning(obj: Any, engine: str) -> str:
+    """Why a Job with ``ttlSecondsAfterFinished`` is run again under ``engine`` (empty: it sets no TTL).
+    ``krmfn apply`` remembers every Job it ran in its inventory, so a Job its TTL deleted stays deleted;
+    Flux (ResourceSet), Argo CD and kpt live apply see a missing object and create it again."""
+    if (
+        not isinstance(obj, dict)
+        or obj.get("kind") != "Job"
+        or not str(obj.get("apiVersion", "")).startswith("batch/")
+    ):
+        return ""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or spec.get("ttlSecondsAfterFinished") is None:
+        return ""
+    notes = (obj.get("metadata") or {}).get("annotations") or {}
+    named = "a hash-named Job" if "krmfn.dev/job-base-name" in notes else "a Job"
+    return (
+        f"ttlSecondsAfterFinished on {named}: once the TTL controller deletes it, {engine} re-creates "
+        "the missing Job, which runs again (only krmfn apply keeps a record of the Jobs it ran); remove the "
+        "TTL when deploying with this engine"
+    )

@@ -1,0 +1,46 @@
+"""Text made safe for a terminal or a CI log: the one escape every text line krmfn prints goes through.
+
+Messages carry strings krmfn does not control: a pod's termination message and log lines, the API
+server's error messages, an object's conditions, names and annotations from the manifests, a kustomize
+error. Printed raw, such a string can move the cursor or rewrite the screen (escape sequences), start a
+new line that looks like krmfn's own, hide text (bidirectional overrides), or run a CI workflow command
+(GitHub's ``::add-mask::``, ``::stop-commands::``, Azure's ``##vso[...]``, TeamCity's ``##teamcity[``).
+
+``safe_line`` keeps printable text as it is and writes everything else as a visible escape:
+
+- control characters (C0, DEL, C1), Unicode format characters (bidi overrides, zero-width), line and
+  paragraph separators and lone surrogates become ``\\n``, ``\\t``, ``\\xNN`` or ``\\uNNNN``;
+- ``::`` and ``##`` become ``:\\x3a`` and ``#\\x23``, so no workflow command can form, wherever a CI
+  system looks for one.
+
+The escapes are for reading, not for parsing back (a backslash is not doubled). ``-o json`` needs none
+of this: JSON escapes control characters itself, and a JSON line starts with ``{``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_COMMAND_MARKS = re.compile(r"::|##")
+
+
+def _escape(char: str) -> str:
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def safe_line(text: str) -> str:
+    """``text`` as one line that cannot control the terminal or a CI runner."""
+    if text.isprintable() and "::" not in text and "##" not in text:
+        return text  # the common case, without a look at each character
+    out = "".join(
+        _escape(char) if unicodedata.category(char) in _UNSAFE_CATEGORIES else char for char in text
+    )
+    return _COMMAND_MARKS.sub(lambda m: m.group()[0] + _escape(m.group()[1]), out)
