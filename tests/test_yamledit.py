@@ -191,7 +191,15 @@ def _comment_gaps(text: str) -> str:
     return re.sub(r" +#", " #", text)
 
 
-@given(st.one_of(st.text(), st.integers(), st.floats(allow_nan=False), st.booleans(), st.none()))
+@given(
+    st.one_of(
+        st.text(),
+        st.integers(yamlfast.INT_MIN, yamlfast.INT_MAX),
+        st.floats(allow_nan=False),
+        st.booleans(),
+        st.none(),
+    )
+)
 @settings(max_examples=EXAMPLES * 5, deadline=None)
 def test_every_scalar_reads_back_as_itself_in_any_context(value: Any) -> None:
     block = scalar(value, False, "", "    ")
