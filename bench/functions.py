@@ -53,7 +53,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "kind": "SetSteps",
         "defaultStep": "deploy",
         "steps": [
-            {"name": "migrate", "timeout": "5m", "selectors": [{"kind": "Job"}]},
+            # The Jobs read their ConfigMaps, so both go first (set-steps checks that order).
+            {"name": "migrate", "timeout": "5m", "selectors": [{"kind": "Job"}, {"kind": "ConfigMap"}]},
             {"name": "deploy", "timeout": "10m"},
         ],
     },

@@ -126,6 +126,8 @@ def alternate(
         *ours,
         "--kubeconfig",
         str(cluster.kubeconfig),
+        "--applyset",  # each app names its inventory; one per fresh namespace here
+        "bench",
     ]
     krmfn_times: list[float] = []
     their_times: list[float] = []

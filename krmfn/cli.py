@@ -23,6 +23,16 @@ commands:
 
 Run `krmfn <command> --help` for a command's flags.
 """
+EXIT_CODES = (
+    ("0", "the command succeeded"),
+    ("1", "it failed (a function error, a failed apply); the command's --help says more"),
+    ("2", "a usage error: unknown command or flag"),
+)
+EXAMPLES = (
+    ("render a kpt package in-process and print the stream", "krmfn render examples/staged-deploy"),
+    ("apply a kustomize overlay step by step, its inventory named shop",
+     "krmfn apply -k overlays/prod --enable-exec -n prod --applyset shop"),
+)  # fmt: skip
 
 
 def entry() -> NoReturn:
@@ -43,7 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from krmfn.registry import CANONICAL_ORDER
 
     if not args or args[0] in ("-h", "--help"):
-        sys.stdout.write(USAGE.format(names=", ".join(CANONICAL_ORDER)))
+        from krmfn.clihelp import epilog
+
+        sys.stdout.write(
+            USAGE.format(names=", ".join(CANONICAL_ORDER)) + "\n" + epilog(EXIT_CODES, EXAMPLES, "README.md")
+        )
         return 0 if args else 2
     command, rest = args[0], args[1:]
     if command == "fn":
@@ -78,10 +92,26 @@ def _fn(args: list[str]) -> int:
     from krmfn.registry import CANONICAL_ORDER, load
 
     if not args or args[0] in ("-h", "--help"):
+        from krmfn.clihelp import FUNCTION_EXIT_CODES, epilog
+
         sys.stdout.write(
             "usage: krmfn fn NAME [--yaml fast|fidelity|auto] [--fn-config FILE] < input.yaml\n"
-            f"NAME: {', '.join(CANONICAL_ORDER)}\n"
-        )
+            f"NAME: {', '.join(CANONICAL_ORDER)}\n\n"
+            "Runs one function, as its console script krmfn-NAME does; `krmfn fn NAME --help` lists its\n"
+            "config fields.\n\n"
+            "  --yaml MODE        fast (libyaml), fidelity (ruamel round trip) or auto (fidelity under kpt)\n"
+            "  --fn-config FILE   the functionConfig (typed object or ConfigMap), replacing the input's\n"
+            "  -h, --help         print this help\n\n"
+            + epilog(
+                FUNCTION_EXIT_CODES,
+                (
+                    ("set step annotations on a kustomize build", "kustomize build . | krmfn fn set-steps "
+                     "--fn-config steps.yaml"),
+                    ("a function's config fields", "krmfn fn set-image --help"),
+                ),
+                "README.md#using-a-function",
+            )
+        )  # fmt: skip
         return 0 if args else 2
     try:
         function = load(args[0])

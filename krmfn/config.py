@@ -213,6 +213,7 @@ def field_docs(cls: type) -> list[tuple[str, str, str, str]]:
         tp = hints[spec.name]
         key = yaml_key(spec.name)
         required = spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING
-        form = describe_type(tp) + (", required" if required else "")
+        # "required" first and apart: after "a mapping with keys a, b" it would read as another key.
+        form = ("required; " if required else "") + describe_type(tp)
         rows.append((key, form, spec.metadata.get("help", ""), spec.metadata.get("example", "")))
     return rows

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from typing import Any, Generic, TextIO, TypeVar
 
 from krmfn import config as cfg
+from krmfn.clihelp import FUNCTION_EXIT_CODES, epilog
 from krmfn.errors import ConfigError, InputError, KrmfnError
 from krmfn.limits import Limits
-from krmfn.resourcelist import ResourceList, choose_mode, parse, serialize
+from krmfn.resourcelist import ResourceList, choose_mode, parse, serialize, under_kpt
 from krmfn.results import Result
 from krmfn.yamlio import load_documents
 
@@ -55,9 +56,14 @@ class Function(Generic[C]):
             data = raw.get("data") or {}
             if not isinstance(data, dict):
                 raise ConfigError("expected a mapping of strings", "functionConfig.data")
-            return (
-                self.configmap(dict(data)) if self.configmap else cfg.from_configmap(self.config, dict(data))
-            )
+            try:
+                if self.configmap:
+                    return self.configmap(dict(data))
+                return cfg.from_configmap(self.config, dict(data))
+            except ConfigError as err:
+                # One root for both forms: the field's path in the functionConfig object.
+                field = err.field if err.field.startswith("functionConfig") else _join("data", err.field)
+                raise ConfigError(err.reason, field) from None
         if kind != self.kind or api_version != cfg.API_VERSION:
             raise ConfigError(
                 f"expected apiVersion {cfg.API_VERSION}, kind {self.kind} (or a ConfigMap); "
@@ -73,13 +79,20 @@ class Function(Generic[C]):
             ) from None
 
     def run(self, rl: ResourceList, raw_config: Any) -> None:
-        """Read the config and apply the transform; config errors become error results."""
+        """Read the config and apply the transform; config errors become error results.
+
+        A result about a field of the functionConfig names the functionConfig as its resource, as the
+        KRM functions specification wants a ``resourceRef`` wherever a ``field`` is given.
+        """
+        start = len(rl.results)
         try:
             config = self.read_config(raw_config)
         except ConfigError as err:
             rl.results.error(err.reason, field=err.field or "functionConfig")
-            return
-        self.transform(rl, config)
+        else:
+            self.transform(rl, config)
+        finally:
+            point_at_config(rl.results[start:], raw_config)
 
     def process(self, text: str, mode: str | None = None) -> tuple[str, int]:
         """The pure core: ResourceList text in, ResourceList text and exit code out. Never raises."""
@@ -112,6 +125,11 @@ class Function(Generic[C]):
             f"usage: krmfn-{self.name} [--yaml fast|fidelity|auto] < resource-list.yaml",
             f"       krmfn-{self.name} [--fn-config FILE] < manifests.yaml",
             "",
+            "  --yaml MODE        fast (libyaml), fidelity (ruamel round trip: comments and quotes kept) or",
+            "                     auto (the default: fidelity under kpt, fast otherwise)",
+            "  --fn-config FILE   the functionConfig (typed object or ConfigMap), replacing the input's",
+            "  -h, --help         print this help",
+            "",
             "Reads a ResourceList (KRM Functions Specification) on stdin and writes it to stdout.",
             "Reads a plain stream of KRM objects (`kustomize build`, manifest files) the same way and",
             "writes a stream back; on an error it writes nothing and reports on stderr, so a pipe into",
@@ -134,7 +152,28 @@ class Function(Generic[C]):
                 "",
                 *("  " + line for line in self.example.strip().splitlines()),
             ]
-        return "\n".join(lines) + "\n"
+        examples = (
+            ("a kustomize build (or any manifests) through the function, into kubectl",
+             f"kustomize build . | krmfn-{self.name} --fn-config fn-config.yaml "
+             "| kubectl apply --server-side -f -"),
+            ("a kpt package, edited in place",
+             f"kpt fn eval --exec krmfn-{self.name} --fn-config fn-config.yaml ."),
+        )  # fmt: skip
+        page = f"krmfn/functions/{self.name.replace('-', '_')}/README.md"
+        return "\n".join(lines) + "\n\n" + epilog(FUNCTION_EXIT_CODES, examples, page)
+
+
+def _join(root: str, field: str) -> str:
+    return f"functionConfig.{root}.{field}" if field else f"functionConfig.{root}"
+
+
+def point_at_config(results: Sequence[Result], raw_config: Any) -> None:
+    """Results about ``functionConfig...`` fields get the functionConfig as their resource."""
+    if not isinstance(raw_config, dict) or not isinstance(raw_config.get("kind"), str):
+        return
+    for result in results:
+        if result.obj is None and result.field.partition(".")[0].partition("[")[0] == "functionConfig":
+            result.obj = raw_config
 
 
 @dataclass(frozen=True)
@@ -142,6 +181,9 @@ class Outcome:
     text: str
     code: int
     results: list[Result]
+    on_stderr: bool = True
+    """Whether the results also go to stderr: not under kpt, which prints the results the output
+    ResourceList carries as well as stderr (they would show twice); kustomize shows only stderr."""
 
 
 def _unreadable(message: str, tags: dict[str, str] | None = None, text: str = "") -> Outcome:
@@ -177,7 +219,11 @@ def process_text(text: str, body: Callable[[ResourceList], None], mode: str | No
     except Exception as err:  # a bug must still produce a valid ResourceList and a readable message
         rl.results.error(_internal(err))
     try:
-        return Outcome(serialize(rl, chosen), 1 if rl.results.has_errors else 0, rl.results)
+        code = 1 if rl.results.has_errors else 0
+        # kpt prints the results a ResourceList carries (so stderr would show them twice); kustomize
+        # and a plain stream show only stderr.
+        on_stderr = rl.stream or not under_kpt(text)
+        return Outcome(serialize(rl, chosen), code, rl.results, on_stderr=on_stderr)
     except Exception as err:  # nor may a failure to write: no partial output, one error result
         return _unreadable(_internal(err), text="" if rl.stream else "ResourceList")
 
@@ -229,9 +275,14 @@ def run_cli(  # noqa: PLR0917  # mirrors main()'s injectable streams
         # The reader went away (`... | head`): nothing is left to tell it; exit quietly like other CLIs.
         _silence(stdout)
         return outcome.code or 1
-    for result in outcome.results:
-        if result.severity != "info":
-            stderr.write(f"krmfn-{name}: {result.describe()}\n")
+    if outcome.on_stderr:
+        for result in outcome.results:
+            if result.severity != "info":
+                stderr.write(f"krmfn-{name}: {result.describe()}\n")
+    elif outcome.code:
+        # One line that points at the results rather than repeating them (kpt prints both).
+        errors = sum(r.severity == "error" for r in outcome.results)
+        stderr.write(f"krmfn-{name}: {errors} error(s), reported in the output ResourceList's results\n")
     return outcome.code
 
 

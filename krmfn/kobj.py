@@ -100,14 +100,34 @@ def set_scalar(mapping: dict[str, Any], key: str, value: Any) -> bool:
         return False
     if key in mapping and old is value:
         return False
-    if isinstance(value, str) and isinstance(old, str) and type(old) is not str:
-        value = type(old)(value)  # ruamel's quoted-string subclasses remember ' or "
+    if isinstance(value, str) and isinstance(old, str) and getattr(type(old), "style", "") != "":
+        value = type(old)(value)  # ruamel's quoted-string subclasses remember ' or " (not plain: new text
+        # is quoted when a reader would take it for another type)
     mapping[key] = value
     return True
 
 
+def is_kustomization(item: Any) -> bool:
+    """A kustomization (or component) file as kpt hands it to functions: ``kustomize.config.k8s.io``
+    apiVersion, or the short form without apiVersion and kind.
+
+    kpt passes every YAML file of a package, ``kustomization.yaml`` included; like kpt's own functions,
+    krmfn passes these through untouched (as local config). Anything else without apiVersion, kind
+    or name is still an error.
+    """
+    if not isinstance(item, dict):
+        return False
+    api_version = item.get("apiVersion")
+    if api_version is None and item.get("kind") is None:
+        return True
+    return isinstance(api_version, str) and api_version.startswith("kustomize.config.k8s.io/")
+
+
 def is_local_config(obj: Obj) -> bool:
+    """Never deployed, so never modified: local-config objects, kpt's own, and kustomizations."""
     if str(annotations_of(obj).get(LOCAL_CONFIG, "")).lower() == "true":
+        return True
+    if is_kustomization(obj):
         return True
     api_version = str(obj.get("apiVersion", ""))
     return obj.get("kind") == "Kptfile" or api_version.startswith(("kpt.dev/", "fn.krmfn.dev/"))

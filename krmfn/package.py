@@ -22,7 +22,7 @@ from typing import Any
 
 from krmfn import yamledit
 from krmfn.errors import KrmfnError, PipelineError
-from krmfn.kobj import Obj, annotations_of, metadata, ref_of
+from krmfn.kobj import Obj, annotations_of, is_kustomization, metadata, ref_of
 from krmfn.limits import Limits
 from krmfn.resourcelist import item_problem
 from krmfn.yamlio import Mode, check_size, dump_fast, load_all_fast
@@ -170,7 +170,8 @@ def _read_file(package: Package, relative: str, mode: Mode, limits: Limits) -> l
     items: list[Obj] = []
     present = [d for d in docs if d is not None]
     for index, doc in enumerate(present):
-        problem = item_problem(doc)
+        # kpt reads every YAML document; one that is not a KRM object (kustomization.yaml) is kept as is.
+        problem = "" if is_kustomization(doc) else item_problem(doc)
         if problem:
             raise PipelineError(f"{path}: document {index}: {problem}")
         chunk = chunks[index] if len(chunks) == len(present) else text
@@ -261,6 +262,8 @@ def strip(obj: Obj) -> Obj:
                 notes.pop(key, None)
             if not notes:
                 del meta["annotations"]
+        if not meta and is_kustomization(obj):  # kpt gave a kustomization a metadata it did not have
+            del obj["metadata"]
     return obj
 
 
@@ -302,7 +305,7 @@ def write(root: Package, items: list[Obj], mode: Mode) -> list[Path]:
         for _, obj, _ in objects:
             strip(obj)
         if mode == "fidelity":
-            text = _file_text(objects)
+            text = _file_text(objects, kpt_format=True)
         else:
             text = "---\n".join(dump_one(obj, indent, mode) for indent, obj, _ in objects)
         path = package / relative
@@ -350,9 +353,14 @@ def _origins(root: Package) -> dict[int, Origin]:
     return found
 
 
-def _file_text(objects: list[tuple[str, Obj, Origin | None]], source: yamledit.Source | None = None) -> str:
-    """A file's new text: each object's own document edited, new objects written in the file's style."""
-    del source
+def _file_text(objects: list[tuple[str, Obj, Origin | None]], *, kpt_format: bool = False) -> str:
+    """A file's new text: each object's own document edited, new objects written in the file's style.
+
+    ``kpt_format``: as ``kpt fn render`` writes the file. kpt re-emits every document of a package
+    through go-yaml v3, untouched ones too: one space before a line comment, ``- x`` for ``-   x``,
+    head comments at the next node's indentation. ``krmfn render --in-place`` promises kpt's bytes, so
+    each document is passed through the round-trip emitter configured as kpt writes (krmfn.yamlrt):
+    the splice keeps what changed minimal, the emitter lays it out as kpt would."""
     writers: dict[int, yamledit.Writer] = {}
     texts: list[str] = []
     used: set[tuple[int, int]] = set()
@@ -360,10 +368,20 @@ def _file_text(objects: list[tuple[str, Obj, Origin | None]], source: yamledit.S
         if origin is not None and (id(origin[0]), origin[1]) not in used:
             used.add((id(origin[0]), origin[1]))
             writer = writers.setdefault(id(origin[0]), yamledit.Writer(origin[0]))
-            texts.append(writer.document(origin[1], obj))
+            text = writer.document(origin[1], obj)
         else:
-            texts.append(yamledit.dump_new(obj, wide=indent == "wide"))
-    return yamledit.join(texts)
+            text = yamledit.dump_new(obj, wide=indent == "wide")
+        texts.append(_as_kpt_writes(text, indent) if kpt_format else text)
+    return "---\n".join(texts) if kpt_format else yamledit.join(texts)
+
+
+def _as_kpt_writes(text: str, indent: str) -> str:
+    from krmfn import yamlrt  # the round-trip emitter: only --in-place needs it
+
+    try:
+        return yamlrt.dump_document(yamlrt.load(text), indent)
+    except Exception:  # ruamel refuses some valid YAML (a tab before a comment): the
+        return text  # faithful text, already checked to hold the object, is right if not kpt's layout
 
 
 def stream_text(root: Package, objects: list[Obj]) -> str:

@@ -79,7 +79,7 @@ def run(rl: ResourceList, steps: Sequence[Step]) -> Outcome:
         rl.function_config = step.config
         _run_one(function, rl, step.config)
         if step.config_field != "functionConfig":
-            _renest(rl.results, step.config_field)
+            _renest(rl.results, step.config_field, step.config)
         outcome.steps.append(StepOutcome(step, list(rl.results)))
         if outcome.steps[-1].failed:
             break
@@ -101,7 +101,9 @@ def _run_one(function: Function[Any], rl: ResourceList, config: Any) -> None:
         )
 
 
-def _renest(results: Results, prefix: str) -> None:
+def _renest(results: Results, prefix: str, config: Any) -> None:
     for result in results:
         if result.field.partition(".")[0].partition("[")[0] == "functionConfig":
             result.field = prefix + result.field.removeprefix("functionConfig")
+        if result.obj is config:  # the step's config is a part of the enclosing one, which names it
+            result.obj = None

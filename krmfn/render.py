@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from krmfn import package as pkg
+from krmfn.clihelp import epilog
 from krmfn.errors import KrmfnError, PipelineError
 from krmfn.kobj import Obj, annotations_of, is_local_config
 from krmfn.pipeline import COMBINED, Step
@@ -36,7 +37,25 @@ multi-document YAML stream.
   --yaml MODE       fidelity (the default: each object keeps its file's text, only changes are
                     edited in) or fast (every object re-emitted; for debugging, stdout only)
   --results-dir D   write D/results.yaml (kpt's FunctionResultList) with every function's results
+  -h, --help        print this help
 """
+HELP = (
+    USAGE
+    + "\n"
+    + epilog(
+        (
+            ("0", "rendered (printed, or written back with --in-place)"),
+            ("1", "a function reported an error, or the package cannot be read: nothing printed or written"),
+            ("2", "a usage error (unknown flag, no DIR)"),
+        ),
+        (
+            ("print the rendered stream of a kpt package", "krmfn render examples/staged-deploy"),
+            ("render in place, as kpt fn render does, keeping every result", "krmfn render . --in-place "
+             "--results-dir /tmp/results"),
+        ),
+        "README.md",
+    )
+)  # fmt: skip
 _EXEC_PREFIX = "krmfn-"
 
 
@@ -77,7 +96,7 @@ def main(argv: list[str], stdout: TextIO | None = None, stderr: TextIO | None = 
         options = parse_args(argv[1:])
     except _Usage as problem:
         if problem.show_help:
-            out.write(USAGE)
+            out.write(HELP)
             return 0
         err.write(f"krmfn render: {problem}\n{USAGE}")
         return 2

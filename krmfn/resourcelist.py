@@ -8,7 +8,7 @@ from typing import Any
 
 from krmfn import yamledit
 from krmfn.errors import ResourceListError
-from krmfn.kobj import Obj, is_list_kind, ref_of
+from krmfn.kobj import Obj, is_kustomization, is_list_kind, ref_of
 from krmfn.limits import Limits
 from krmfn.results import Results
 from krmfn.yamledit import Source
@@ -16,6 +16,8 @@ from krmfn.yamlio import Mode, dump_all_fast, dump_fast, load_documents
 
 API_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1")
 MODE_ENV = "KRMFN_YAML"
+# What kpt puts on every item it sends (kustomize does not): tells whose ResourceList this is.
+_KPT_MARKERS = ("internal.config.kubernetes.io/seqindent",)
 
 
 @dataclass
@@ -46,6 +48,11 @@ def choose_mode(text: str, requested: str | None = None) -> Mode:
     return "fidelity"
 
 
+def under_kpt(text: str) -> bool:
+    """A ResourceList from ``kpt fn render|eval`` (kpt, unlike kustomize, prints the results it carries)."""
+    return any(marker in text for marker in _KPT_MARKERS) and "ResourceList" in text
+
+
 def parse(text: str, mode: Mode, limits: Limits) -> ResourceList:
     """A ResourceList or a plain stream of KRM objects (what kyaml's reader accepts). On the fidelity
     path the text is kept, so ``serialize`` can write back only what changed."""
@@ -59,6 +66,8 @@ def parse(text: str, mode: Mode, limits: Limits) -> ResourceList:
 def _from_documents(docs: list[Any], limits: Limits) -> ResourceList:
     if not docs:
         raise ResourceListError("no input: expected a ResourceList or a stream of KRM objects on stdin")
+    for index, doc in enumerate(docs):
+        _check_not_misspelt(doc, index, len(docs))
     lists = [i for i, doc in enumerate(docs) if isinstance(doc, dict) and doc.get("kind") == "ResourceList"]
     if len(docs) == 1 and (lists or not _looks_like_object(docs[0])):
         return _resource_list(docs[0], limits)
@@ -68,6 +77,24 @@ def _from_documents(docs: list[Any], limits: Limits) -> ResourceList:
             "a ResourceList must be the only document"
         )
     return _stream(docs, limits)
+
+
+def _check_not_misspelt(doc: Any, index: int, count: int) -> None:
+    """``config.kubernetes.io`` is the ResourceList's group: another kind there is a typo, which would
+    otherwise be read as a List or an object and its functionConfig silently dropped."""
+    if not isinstance(doc, dict):
+        return
+    api_version, kind = doc.get("apiVersion"), doc.get("kind")
+    if (
+        isinstance(api_version, str)
+        and api_version.startswith("config.kubernetes.io/")
+        and kind != "ResourceList"
+    ):
+        where = f"document {index + 1}: " if count > 1 else ""
+        raise ResourceListError(
+            f"{where}apiVersion {api_version!r} is the ResourceList's, but kind is {kind!r}; "
+            "expected kind ResourceList"
+        )
 
 
 def _looks_like_object(doc: Any) -> bool:
@@ -111,7 +138,8 @@ def _resource_list(doc: Any, limits: Limits) -> ResourceList:
         raise ResourceListError("ResourceList.items must be a list")
     _check_count(len(items), limits)
     for index, item in enumerate(items):
-        _check_item(item, f"items[{index}]")
+        if not is_kustomization(item):  # kpt reads kustomization.yaml too: passed through untouched
+            _check_item(item, f"items[{index}]")
     doc.pop("results", None)  # each run reports its own results
     return ResourceList(items=items, function_config=doc.get("functionConfig"), root=doc)
 

@@ -2,7 +2,9 @@
 
 Within one selector every given field must match (AND); a list of selectors matches when any does (OR);
 ``exclude`` removes what its selectors match. ``name`` also matches a hashed Job by its base name
-(``krmfn.dev/job-base-name``), so config written before hash-job-names keeps working.
+(``krmfn.dev/job-base-name``), so config written before hash-job-names keeps working, and any name an
+object had before a kustomize overlay renamed it (``internal.config.kubernetes.io/previousNames``), so
+config written against a base keeps working in the overlay.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from krmfn.kobj import Obj, annotations_of, get_path, is_local_config, labels_of
+from krmfn.kustomize_names import names_of
 
 JOB_BASE_NAME = "krmfn.dev/job-base-name"
 
@@ -20,7 +23,11 @@ class Selector:
     api_version: str = field(default="", metadata={"help": "exact apiVersion", "example": "batch/v1"})
     kind: str = field(default="", metadata={"help": "exact kind", "example": "Job"})
     name: str = field(
-        default="", metadata={"help": "exact metadata.name (or Job base name)", "example": "db-migration"}
+        default="",
+        metadata={
+            "help": "exact metadata.name (or a hashed Job's base name, or a name kustomize renamed it from)",
+            "example": "db-migration",
+        },
     )
     namespace: str = field(default="", metadata={"help": "exact metadata.namespace", "example": "apps"})
     labels: dict[str, str] = field(default_factory=dict, metadata={"help": "labels that must all be present"})
@@ -36,7 +43,7 @@ class Selector:
         if self.namespace and (get_path(obj, "metadata.namespace") or "") != self.namespace:
             return False
         notes = annotations_of(obj)
-        if self.name and self.name not in (get_path(obj, "metadata.name"), notes.get(JOB_BASE_NAME)):
+        if self.name and self.name != notes.get(JOB_BASE_NAME) and self.name not in names_of(obj):
             return False
         found_labels = labels_of(obj)
         if any(found_labels.get(k) != v for k, v in self.labels.items()):

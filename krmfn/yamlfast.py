@@ -312,14 +312,51 @@ class _Unsupported(Exception):
     """A value the event dumper does not handle; the caller falls back to PyYAML's own dumper."""
 
 
-_AMBIGUOUS_FIRST = frozenset(_QuotingResolver.yaml_implicit_resolvers)
+# go-yaml v2 (kubectl, through sigs.k8s.io/yaml) reads y/Y/n/N as booleans too; PyYAML does not.
+_GO_WORDS = frozenset({"y", "Y", "n", "N"})
+# go-yaml v2 and v3 drop every "_" of a number-like plain scalar, then try Go's ParseInt with base
+# prefixes (0x, 0o, 0b in either case; a leading 0 is octal) and a float pattern; a plain scalar that
+# starts with a digit or a sign and reads as a date is a timestamp.
+_GO_INT = re.compile(r"^[-+]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|[0-9]+)$")
+_GO_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
+_GO_TIMESTAMP = re.compile(r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ][0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}.*)?$")
+# ruamel's YAML 1.2 numbers: underscores anywhere, also ``+_`` or ``1__`` (which it then fails to
+# convert: an error for whoever reads the output with ruamel).
+_RUAMEL_INT = re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?0o?[0-7_]+|[-+]?[0-9_]+|[-+]?0x[0-9a-fA-F_]+)$")
+_RUAMEL_FLOAT = re.compile(
+    r"^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+"
+    r"|[-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?)$"
+)
+_AMBIGUOUS_FIRST = frozenset(_QuotingResolver.yaml_implicit_resolvers) | {"y", "Y", "n", "N"}
+
+
+def _number_like(text: str) -> bool:
+    """go-yaml v2/v3 or ruamel would read this plain scalar as a number, a boolean or a timestamp."""
+    if text in _GO_WORDS:
+        return True
+    if text[0] not in "-+.0123456789":
+        return False
+    digits = text.replace("_", "")
+    if _RUAMEL_INT.match(text) or _RUAMEL_FLOAT.match(text):
+        return True
+    return bool(_GO_INT.match(digits) or _GO_FLOAT.match(digits) or _GO_TIMESTAMP.match(text))
 
 
 def _plain_ok(text: str) -> bool:
     if text and text[0] not in _AMBIGUOUS_FIRST:  # most strings: no implicit type starts this way
         return True
+    if not text or _number_like(text):
+        return False
     resolved: str = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
     return resolved == _T + "str"
+
+
+def needs_quotes(text: str) -> bool:
+    """Whether some reader in the chain would take ``text``, written plain, for something other than
+    this string: PyYAML (YAML 1.1: yes/on/off, 0755, 1:20, dates, ``=``, ``<<``), go-yaml v2 as kubectl
+    reads it (also y/n, ``0X1F``, ``1e1_0``), go-yaml v3 and ruamel (YAML 1.2: ``0o17``, ``1e3``).
+    tests/test_yaml_types.py holds this against all of them, the Go readers built from source."""
+    return not _plain_ok(text)
 
 
 class _Writer:

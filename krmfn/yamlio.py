@@ -153,7 +153,7 @@ def _parse(text: str, mode: Mode, limits: Limits, single: bool) -> list[Any]:
             docs = [_load_fast(text)] if single else list(yamlfast.load_all(text))
         else:
             _check_flow_depth(text, limits)
-            docs = [_load_fidelity(text)]
+            docs = [_load_fidelity(text)] if single else _load_fidelity(text, every_document=True)
     except (DuplicateKeyError, LimitExceededError):
         raise
     except RecursionError:
@@ -222,7 +222,7 @@ def _load_fast(text: str) -> Any:
     return yamlfast.load_single(text)
 
 
-def _load_fidelity(text: str) -> Any:
+def _load_fidelity(text: str, every_document: bool = False) -> Any:
     from ruamel.yaml.constructor import DuplicateKeyError as RuamelDuplicateKeyError
 
     from krmfn import yamlrt
@@ -232,7 +232,7 @@ def _load_fidelity(text: str) -> Any:
         # YAML 1.2 and libyaml allow.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return yamlrt.load(text)
+            return yamlrt.load_all(text) if every_document else yamlrt.load(text)
     except RuamelDuplicateKeyError as err:
         raise DuplicateKeyError(_describe_yaml_error(err)) from None
 

@@ -10,6 +10,7 @@ import io
 import math
 import re
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -18,9 +19,11 @@ from ruamel.yaml.emitter import Emitter
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.scalarfloat import ScalarFloat
+from ruamel.yaml.scalarstring import PlainScalarString
 
 from krmfn import yamlfast
 from krmfn.errors import DuplicateKeyError
+from krmfn.yamlfast import needs_quotes
 
 _INT_TAG = "tag:yaml.org,2002:int"
 _GO_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
@@ -62,6 +65,14 @@ class _Constructor(RoundTripConstructor):
         if key in setting:
             raise _duplicate(key, key_node)
 
+    def construct_yaml_str(self, node: Any) -> Any:
+        # A plain scalar that some reader (YAML 1.1, go-yaml v2) would take for another type stays
+        # plain, as kpt keeps it; text a function writes is a plain ``str`` and gets quoted.
+        value = super().construct_yaml_str(node)
+        if type(value) is str and node.style is None and value and needs_quotes(value):
+            return PlainScalarString(value)
+        return value
+
     def construct_text(self, node: Any) -> Any:
         return str(self.construct_scalar(node))
 
@@ -102,6 +113,7 @@ def _duplicate(key: Any, key_node: Any) -> DuplicateKeyError:
 
 
 _Constructor.add_constructor(_INT_TAG, _Constructor.construct_yaml_int)
+_Constructor.add_constructor("tag:yaml.org,2002:str", _Constructor.construct_yaml_str)
 # Kubernetes has no timestamp type: an explicit !!timestamp keeps its text, whatever it is, as on the fast
 # path (ruamel built a datetime, which hashing and JSON cannot take, or an error quoting the value).
 _Constructor.add_constructor("tag:yaml.org,2002:timestamp", _Constructor.construct_text)
@@ -113,6 +125,11 @@ for _name in ("int", "float", "bool", "null", "binary"):
 class _Representer(RoundTripRepresenter):
     def represent_go_octal(self, data: GoOctalInt) -> Any:
         return self.represent_scalar(_INT_TAG, data.text)
+
+    def represent_quoted_if_ambiguous(self, data: str) -> Any:
+        if needs_quotes(data):
+            return self.represent_scalar("tag:yaml.org,2002:str", data, style="'")  # as ruamel quotes
+        return self.represent_str(data)
 
     def represent_exact_float(self, data: ScalarFloat) -> Any:
         # ruamel rebuilds a float's text from the width it was read with and truncates the mantissa, so
@@ -134,9 +151,16 @@ def _float_text(text: str) -> float | None:
 
 _Representer.add_representer(GoOctalInt, _Representer.represent_go_octal)
 _Representer.add_representer(ScalarFloat, _Representer.represent_exact_float)
+_Representer.add_representer(str, _Representer.represent_quoted_if_ambiguous)
 
 
 class _Emitter(Emitter):
+    def write_comment(self, comment: Any, pre: bool = False) -> None:
+        # go-yaml (kpt) writes a comment that ends a line one space after the value, wherever it was.
+        if not pre and self.column and str(comment.value).startswith("#"):
+            comment = SimpleNamespace(value=comment.value, start_mark=SimpleNamespace(column=self.column + 1))
+        super().write_comment(comment, pre)
+
     def choose_scalar_style(self) -> Any:
         style = super().choose_scalar_style()
         if style == "" and self.flow_level and _FLOW_UNSAFE.search(self.event.value):
@@ -157,6 +181,8 @@ def instance() -> YAML:
         rt.Emitter = _Emitter
         rt.preserve_quotes = True
         rt.width = 1 << 30  # never fold long strings: folding is churn in a kpt diff
+        # `[{containerPort: 80}]` stays as written (ruamel would drop the braces of a one-key mapping).
+        rt.brace_single_entry_mapping_in_flow_sequence = True
         rt.indent(mapping=2, sequence=2, offset=0)
         rt.allow_duplicate_keys = False
         _INSTANCE = rt
@@ -225,3 +251,24 @@ def _unmark_item_heads(text: str) -> str:
         pending = []
         out.append(line)
     return "\n".join(out)
+
+
+def load_all(text: str) -> list[Any]:
+    """Every document of a multi-document file (a kpt package's), read as ``load`` reads one."""
+    with _discarded_on_failure():
+        return list(instance().load_all(text))
+
+
+def dump_document(doc: Any, indent: str = "compact") -> str:
+    """One document of a package file; ``wide`` indents sequences under their key, as kpt's
+    ``seqindent`` annotation records for the file (``compact``: the dash at the key's column)."""
+    rt = instance()
+    out = io.StringIO()
+    if indent == "wide":
+        rt.indent(mapping=2, sequence=4, offset=2)
+    try:
+        with _discarded_on_failure():
+            rt.dump(doc, out)
+    finally:
+        rt.indent(mapping=2, sequence=2, offset=0)
+    return out.getvalue()

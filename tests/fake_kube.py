@@ -56,6 +56,7 @@ RESOURCES = [
     Resource("batch", "v1", "Job", "jobs", True),
     Resource("", "v1", "Pod", "pods", True),
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
+    Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False),
 ]
 SERVER_FIELDS = ("uid", "creationTimestamp", "resourceVersion")
 
@@ -159,8 +160,8 @@ class FakeApi:
             wanted = copy.deepcopy(obj)
             if live is not None and "status" in live:
                 wanted["status"] = copy.deepcopy(live["status"])
-            if dry_run:
-                return wanted, live is None
+            if dry_run:  # what the write would store, as the API server answers a dry run
+                return self._store(res, key, live, wanted, field_manager, persist=False), live is None
             stored = self._store(res, key, live, wanted, field_manager)
             for controller in self.controllers:
                 updated = copy.deepcopy(self._objects[key])
@@ -277,7 +278,9 @@ class FakeApi:
         with self._lock:
             self.requests.append((verb, str(key)))
 
-    def _store(self, res: Resource, key: Key, live: Obj | None, obj: Obj, field_manager: str) -> Obj:
+    def _store(
+        self, res: Resource, key: Key, live: Obj | None, obj: Obj, field_manager: str, *, persist: bool = True
+    ) -> Obj:
         new = copy.deepcopy(obj)
         new.setdefault("apiVersion", res.api_version)
         new.setdefault("kind", res.kind)
@@ -292,10 +295,12 @@ class FakeApi:
             if _without_server_fields(new) == _without_server_fields(live):
                 return copy.deepcopy(live)  # a no-op write: nothing changes, not even resourceVersion
         else:
-            meta["uid"] = next(self._uids)
+            meta["uid"] = "" if not persist else next(self._uids)
             meta["creationTimestamp"] = "2025-06-01T00:00:00Z"
-        meta["resourceVersion"] = str(next(self._revision))
         meta["managedFields"] = [{"manager": field_manager, "operation": "Update"}]
+        if not persist:  # a dry run keeps the live resourceVersion, as the API server's dry run does
+            return copy.deepcopy(new)
+        meta["resourceVersion"] = str(next(self._revision))
         self._objects[key] = new
         return copy.deepcopy(new)
 

@@ -23,7 +23,14 @@ CONFIGS = {
     "set-steps": {
         "defaultStep": "deploy",
         "steps": [
-            {"name": "pre-deploy", "timeout": "5m", "selectors": [{"kind": "Job", "name": "db-migration"}]},
+            {
+                "name": "pre-deploy",
+                "timeout": "5m",
+                "selectors": [
+                    {"kind": "Job", "name": "db-migration"},
+                    {"kind": "ConfigMap", "name": "podinfo-config"},
+                ],
+            },
             {"name": "deploy", "timeout": "10m"},
             {"name": "post-deploy", "selectors": [{"kind": "Job", "name": "cache-warmup"}]},
         ],

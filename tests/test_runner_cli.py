@@ -9,7 +9,7 @@ import pytest
 from e2e import tool
 
 from krmfn.cli import main as krmfn_main
-from krmfn.runner.cli import main
+from krmfn.runner.cli import main, parser
 
 STAGED = """\
 apiVersion: apps/v1
@@ -61,7 +61,9 @@ def test_krmfn_plan_and_client_dry_run_print_the_same_plan(
 
 
 def test_plan_as_json(staged: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", "-f", str(staged), "-n", "apps", "-o", "json", "--wait", "--timeout", "90s"]) == 0
+    assert (
+        main(["plan", "-f", str(staged), "-n", "apps", "-o", "json", "--wait", "--step-timeout", "90s"]) == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert [(s["name"], s["timeout"], s["wait"]) for s in data["steps"]] == [
         ("pre-deploy", 300.0, True),
@@ -137,7 +139,7 @@ def test_kustomize_failure_is_reported(
 
 def test_bad_timeout_flag_is_a_usage_error(staged: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        main(["plan", "-f", str(staged), "--timeout", "soon"])
+        main(["plan", "-f", str(staged), "--step-timeout", "soon"])
     assert exit_info.value.code == 2
     assert 'time: invalid duration "soon"' in capsys.readouterr().err
 
@@ -149,7 +151,7 @@ def test_plan_needs_no_cluster_but_apply_says_what_is_missing(
     monkeypatch.setenv("HOME", str(staged.parent))
     assert main(["plan", "-f", str(staged)]) == 0
     assert "Job.batch default/db-migration" in capsys.readouterr().out
-    assert main(["apply", "-f", str(staged)]) == 1
+    assert main(["apply", "-f", str(staged), "--applyset", "web"]) == 1
     assert capsys.readouterr().err == (
         "krmfn apply: no kubeconfig: pass --kubeconfig or set KUBECONFIG (and not running in a pod)\n"
     )
@@ -162,6 +164,81 @@ def test_plan_of_a_package_directory_skips_its_kustomization(capsys: pytest.Capt
     out = capsys.readouterr().out
     assert "step 0 pre-deploy" in out
     assert "Kustomization" not in out
+
+
+def test_pruning_without_an_inventory_name_is_refused_before_connecting(
+    staged: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_cluster(args: object) -> object:
+        raise AssertionError("must not connect")
+
+    assert main(["apply", "-f", str(staged), "-n", "apps"], api_factory=no_cluster) == 2  # type: ignore[arg-type]
+    assert capsys.readouterr().err == (
+        "krmfn apply: pruning needs to know which app this is, so that it never deletes another app's "
+        "objects: pass --applyset NAME, set app: NAME in set-steps' config (it writes krmfn.dev/app), or "
+        "apply a kpt package (its Kptfile names it); --no-prune applies without pruning\n"
+    )
+
+
+APP = "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, annotations: {{krmfn.dev/app: {app}}}}}\n"
+
+
+@pytest.mark.parametrize(
+    ("files", "flags", "expected"),
+    [
+        pytest.param({"a.yaml": APP.format(name="a", app="shop")}, [], ("shop", "krmfn.dev/app"), id="app"),
+        pytest.param(
+            {"a.yaml": APP.format(name="a", app="shop")}, ["--applyset", "cart"], ("cart", "--applyset"),
+            id="flag-wins",
+        ),
+        pytest.param(
+            {"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: billing}\n",
+             "a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"},
+            [], ("billing", "the name in {dir}/Kptfile"), id="kptfile-in-the-directory",
+        ),
+        pytest.param(
+            {"a.yaml": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: {name: billing, annotations: "
+                       "{config.kubernetes.io/local-config: 'true'}}\n---\n"
+                       "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"},
+            [], ("billing", "the Kptfile's name"), id="kptfile-in-the-stream",
+        ),
+        pytest.param(
+            {"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"}, ["--no-prune"],
+            ("krmfn", "the default, shared by every app that names none (--no-prune)"),
+            id="no-prune-fallback",
+        ),
+    ],
+)  # fmt: skip
+def test_the_inventory_is_named_after_the_app(
+    tmp_path: Path, files: dict[str, str], flags: list[str], expected: tuple[str, str]
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    from krmfn.runner.identity import identify
+    from krmfn.runner.source import read_files
+
+    parsed = parser("apply").parse_args(["-f", str(tmp_path), *flags])
+    found = identify(read_files([str(tmp_path)]), parsed.applyset, [str(tmp_path)], parsed.prune)
+    assert (found.name, found.source) == (expected[0], expected[1].format(dir=tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param(APP.format(name="a", app="shop") + "---\n" + APP.format(name="b", app="cart"),
+                     "the objects name more than one app in krmfn.dev/app (cart, shop); apply each app on "
+                     "its own, or pass --applyset NAME", id="two-apps"),
+        pytest.param(APP.format(name="a", app="Shop!"),
+                     "krmfn.dev/app 'Shop!' cannot name the inventory Secret: ",
+                     id="not-a-secret-name"),
+    ],
+)  # fmt: skip
+def test_an_app_name_that_cannot_name_one_inventory_is_a_usage_error(
+    tmp_path: Path, text: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a.yaml").write_text(text)
+    assert main(["apply", "-f", str(tmp_path / "a.yaml"), "-n", "apps"]) == 2
+    assert capsys.readouterr().err.startswith(f"krmfn apply: {message}")
 
 
 # --- -k: kustomize plugins and exec functions are opt-in (issue 15, item 14) --------------------------------

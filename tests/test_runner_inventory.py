@@ -8,9 +8,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fake_kube import FakeApi, Harness
+from fake_kube import FakeApi, FakeClock, Harness
 
+from krmfn.jobhash import spec_hash
 from krmfn.runner import jobs
+from krmfn.runner.api import ApiStatusError
 from krmfn.runner.applyset import (
     GROUP_KINDS,
     ID_LABEL,
@@ -24,11 +26,12 @@ from krmfn.runner.applyset import (
     applyset_id,
 )
 from krmfn.runner.engine import Options, Result, Runner
-from krmfn.runner.errors import InventoryError, ObjectError
-from krmfn.runner.events import Apply, Event, Prune
+from krmfn.runner.errors import InventoryError, ObjectError, RunTimeout
+from krmfn.runner.events import Apply, Event, Prune, StepDone
 from krmfn.runner.inventory import CONFLICT_RETRIES
 from krmfn.runner.lock import LOCK
 from krmfn.runner.plan import Key, build_plan
+from krmfn.selector import JOB_BASE_NAME
 
 SET_ID = applyset_id("krmfn", "apps")
 Doc = dict[str, Any]
@@ -151,6 +154,20 @@ def test_secret_that_is_not_krmfns_parent_is_refused_untouched(
 
 
 # --- reading and writing it ---------------------------------------------------------------------------------
+
+
+def test_an_inventory_in_a_namespace_that_does_not_exist_says_so(h: Harness) -> None:
+    def no_namespace(verb: str, key: Key) -> None:
+        if verb == "create":
+            raise ApiStatusError(404, "NotFound", 'namespaces "apps" not found')
+
+    h.api.before.append(no_namespace)
+    with pytest.raises(InventoryError) as caught:
+        h.inventory().acquire(0, widen_nothing)
+    assert str(caught.value) == (
+        "the inventory Secret krmfn lives in namespace apps, which does not exist: create it first, or "
+        "pass -n"
+    )
 
 
 def test_taking_the_lock_records_the_union_of_the_listed_and_the_planned_kinds(h: Harness) -> None:
@@ -418,15 +435,98 @@ def test_prune_finds_members_of_kinds_and_namespaces_no_longer_rendered(cluster:
 
 
 def test_prune_leaves_objects_of_other_sets_and_unlabelled_ones_alone(cluster: Cluster) -> None:
-    cluster.apply([configmap("a")])
+    cluster.apply([configmap("a"), configmap("kept")])
     theirs = {"name": "theirs", "namespace": "apps", "labels": {PART_OF: applyset_id("other", "apps")}}
     cluster.api.seed({"apiVersion": "v1", "kind": "ConfigMap", "metadata": theirs})
     cluster.api.seed(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "hand-made", "namespace": "apps"}}
     )
-    cluster.apply([configmap("b")])
+    cluster.apply([configmap("b"), configmap("kept")])
     assert cluster.pruned() == [("ConfigMap apps/a", "deleted", "")]
-    assert cluster.names("ConfigMap") == ["b", "hand-made", "theirs"]
+    assert cluster.names("ConfigMap") == ["b", "hand-made", "kept", "theirs"]
+
+
+# --- whose inventory it is ------------------------------------------------------------------------------
+
+
+def namespace(name: str) -> Doc:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def test_an_inventory_holding_none_of_this_renders_objects_is_not_adopted(cluster: Cluster) -> None:
+    first = [namespace("apps"), configmap("a"), secret("s")]
+    cluster.apply(first)
+    # Another app under the same inventory name: it shares only the Namespace with the first one.
+    plan = build_plan([namespace("apps"), configmap("other")], namespace="apps", default_timeout=30)
+    events: list[Event] = []
+    result = Runner(cluster.api, Options(namespace="apps"), events.append).run(plan)
+    assert isinstance(result.error, InventoryError)
+    assert str(result.error) == (
+        "the inventory apps/krmfn (--applyset) holds 2 object(s) this render does not have (ConfigMap "
+        "apps/a, Secret apps/s) and none of the objects it applies, so it looks like another app's: pruning "
+        "would delete them. Give this app its own inventory (--applyset NAME, or app: in set-steps' "
+        "config), or, if this render replaces that app, pass --adopt to take the inventory over and prune "
+        "them; nothing was applied"
+    )
+    assert [e for e in events if isinstance(e, Apply | Prune)] == []
+    assert cluster.names("ConfigMap") == ["a"]
+    assert LOCK not in cluster.parent()  # the refusal releases the lock
+    # --no-prune deletes nothing, so it is not refused; --adopt takes the inventory over.
+    assert cluster.apply([configmap("other")], prune=False).ok
+    cluster.apply([configmap("other")], adopt=True)
+    assert sorted(p[0] for p in cluster.pruned() if p[1] == "deleted") == [
+        "ConfigMap apps/a",
+        "Secret apps/s",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "flag"), [("Namespace", "prune_namespaces"), ("CustomResourceDefinition", "prune_crds")]
+)
+def test_namespaces_and_crds_are_pruned_only_when_asked_for(cluster: Cluster, kind: str, flag: str) -> None:
+    guarded = namespace("old") if kind == "Namespace" else {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": kind, "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "names": {"kind": "Widget", "plural": "widgets"},
+                 "scope": "Namespaced", "versions": [{"name": "v1", "served": True, "storage": True}]},
+    }  # fmt: skip
+    cluster.api.controllers.append(established)
+    cluster.apply([guarded, configmap("a")])
+    cluster.apply([configmap("a")])
+    ref = f"{kind} old" if kind == "Namespace" else f"{kind}.apiextensions.k8s.io widgets.example.com"
+    (entry,) = cluster.pruned()
+    assert entry[:2] == (ref, "kept")
+    assert f"pass --{flag.replace('_', '-')} to prune it" in entry[2]
+    cluster.apply([configmap("a")], **{flag: True})
+    assert cluster.pruned() == [(ref, "deleted", "")]
+
+
+def established(obj: Doc) -> None:
+    if obj["kind"] == "CustomResourceDefinition":
+        obj["status"] = {"conditions": [{"type": "Established", "status": "True"}]}
+
+
+def with_data(doc: Doc, value: str) -> Doc:
+    doc["data"] = {"k": value}
+    return doc
+
+
+def test_unchanged_objects_are_reported_unchanged_and_changed_ones_configured(cluster: Cluster) -> None:
+    cluster.apply([configmap("a"), configmap("b")])
+    result = cluster.apply([configmap("a"), with_data(configmap("b"), "2"), configmap("c")])
+    assert cluster.applied() == [("ConfigMap apps/a", "unchanged"), ("ConfigMap apps/b", "configured"),
+                                 ("ConfigMap apps/c", "created")]  # fmt: skip
+    assert (result.applied, result.unchanged) == (
+        ["ConfigMap apps/b", "ConfigMap apps/c"],
+        ["ConfigMap apps/a"],
+    )
+    dry = cluster.apply([configmap("a"), with_data(configmap("b"), "3")], dry_run=True)
+    assert [(e.object, e.action, e.dry_run) for e in cluster.events if isinstance(e, Apply)] == [
+        ("ConfigMap apps/a", "unchanged", True), ("ConfigMap apps/b", "configured", True),
+    ]  # fmt: skip
+    assert [(e.object, e.action, e.dry_run) for e in cluster.events if isinstance(e, Prune)] == [
+        ("ConfigMap apps/c", "deleted", True)
+    ]
+    assert dry.pruned == ["ConfigMap apps/c"]
 
 
 def test_prune_does_not_delete_an_object_recreated_meanwhile(cluster: Cluster) -> None:
@@ -505,6 +605,57 @@ def test_jobs_are_remembered_and_not_run_again_after_ttl_deletion(cluster: Clust
     assert cluster.names("Job") == []  # and pruned
 
 
+def test_the_run_wide_timeout_bounds_the_whole_run_and_names_what_it_was_doing(cluster: Cluster) -> None:
+    clock = FakeClock()
+
+    def slow(verb: str, key: Key) -> None:
+        if verb == "apply" and key.name == "a":
+            clock.advance(61)  # the first step takes longer than the whole run may
+
+    cluster.api.before.append(slow)
+    plan = build_plan([configmap("a", step=0), configmap("b", step=1)], namespace="apps", default_timeout=300)
+    events: list[Event] = []
+    result = Runner(cluster.api, Options(namespace="apps", timeout=60), events.append, clock=clock).run(plan)
+    assert isinstance(result.error, RunTimeout)
+    assert str(result.error) == (
+        "the run did not finish within --timeout 1m0s, during step step-1; nothing was pruned"
+    )
+    assert (result.failed_step, result.failed_step_index) == ("step-1", 1)
+    assert [(e.step_name, e.result) for e in events if isinstance(e, StepDone)] == [
+        ("step-0", "healthy"),
+        ("step-1", "timeout"),
+    ]
+    assert cluster.names("ConfigMap") == ["a"]  # the second step was never applied
+
+
+def test_a_changed_job_under_a_stale_hashed_name_says_the_hash_does_not_match(cluster: Cluster) -> None:
+    def hashed(image: str, name_image: str) -> Doc:
+        doc = job("migrate", image)
+        doc["metadata"]["name"] = f"migrate-{spec_hash(job('migrate', name_image)['spec'])}"
+        doc["metadata"]["annotations"][JOB_BASE_NAME] = "migrate"
+        return doc
+
+    cluster.apply([hashed("app:1", "app:1")])
+    immutable = "spec.template: Invalid value: ...: field is immutable"
+
+    def refuse_the_new_template(verb: str, key: Key) -> None:
+        if verb == "apply" and key.kind == "Job":  # what the API server answers a changed Job template
+            raise ApiStatusError(422, "Invalid", immutable)
+
+    cluster.api.before.append(refuse_the_new_template)
+    plan = build_plan([hashed("app:2", "app:1")], namespace="apps", default_timeout=30)
+    result = Runner(cluster.api, Options(namespace="apps"), cluster.events.append).run(plan)
+    name_hash, actual = spec_hash(job("migrate", "app:1")["spec"]), spec_hash(job("migrate", "app:2")["spec"])
+    assert str(result.error) == (
+        f"Job.batch apps/migrate-{name_hash}: the rendered spec differs from the live Job's in fields a Job "
+        f"cannot change ({immutable}): the name's hash {name_hash} does not match the rendered spec, which "
+        f"hashes to {actual}, so something changed the Job after hash-job-names named it (an overlay's "
+        "image, label or patch) and the changed Job kept the live one's name. Run hash-job-names after every "
+        "transformer that changes the Job (in the overlay that sets the final image, after set-image), or "
+        "annotate the Job krmfn.dev/force: enabled to delete and re-create it"
+    )
+
+
 def fail_labelled_jobs(obj: Doc) -> None:
     if obj["kind"] == "Job" and obj["metadata"].get("labels", {}).get("fails"):
         obj["status"] = {
@@ -570,7 +721,7 @@ def test_a_completed_job_gets_new_labels_and_annotations_in_place(cluster: Clust
     live = cluster.api.object("batch/v1", "Job", "apps", "migrate")
     assert live is not None and live["metadata"]["uid"] == uid
     assert live["metadata"]["annotations"]["krmfn.dev/prune"] == "disabled"
-    cluster.apply([configmap("a")])
+    cluster.apply([configmap("a")], adopt=True)  # a render with none of the inventory's objects
     assert ("Job.batch apps/migrate", "kept", "krmfn.dev/prune: disabled") in cluster.pruned()
 
 

@@ -73,7 +73,19 @@ def test_kubeconfig_and_credential_failures_are_one_clean_line(
     manifest = tmp_path / "app.yaml"
     manifest.write_text(MANIFEST)
     code = main(
-        ["apply", "-f", str(manifest), "--kubeconfig", str(config), "-o", output, "--retry-timeout", "1s"]
+        [
+            "apply",
+            "-f",
+            str(manifest),
+            "--kubeconfig",
+            str(config),
+            "-o",
+            output,
+            "--retry-timeout",
+            "1s",
+            "--applyset",
+            "app",
+        ]
     )
     out, err = capsys.readouterr()
     assert code == 1
@@ -85,9 +97,10 @@ def test_kubeconfig_and_credential_failures_are_one_clean_line(
     if output == "json":
         events = [json.loads(line) for line in out.splitlines()]
         assert events[-2]["type"] == "error" and expected in events[-2]["message"]
+        assert events[-1].pop("elapsed") >= 0  # seconds the run took until the failure
         assert events[-1] == {
-            "type": "result", "ok": False, "failedStep": None, "error": events[-2]["message"],
-            "steps": 0, "applied": [], "pruned": [],
+            "type": "result", "ok": False, "failedStep": None, "failedStepName": None,
+            "error": events[-2]["message"], "steps": 0, "applied": [], "unchanged": [], "pruned": [],
         }  # fmt: skip
     else:
         lines = (err + out).splitlines()

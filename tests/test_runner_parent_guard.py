@@ -52,7 +52,7 @@ def write(tmp_path: Path, docs: list[Doc]) -> str:
 @pytest.mark.parametrize(
     ("flags", "parent"),
     [
-        pytest.param([], "Secret apps/krmfn", id="default parent name"),
+        pytest.param(["--no-prune"], "Secret apps/krmfn", id="default parent name (--no-prune)"),
         pytest.param(["--applyset", "inventory"], "Secret apps/inventory", id="--applyset"),
     ],
 )
@@ -175,6 +175,8 @@ def test_the_parent_is_looked_for_in_the_kubeconfigs_namespace(
             str(config),
             "--retry-timeout",
             "1s",
+            "--applyset",
+            "krmfn",
         ]
         assert main(argv) == code  # 1: the run starts and finds no API server at port 1
         err = capsys.readouterr().err

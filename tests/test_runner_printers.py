@@ -13,6 +13,7 @@ from krmfn.runner.events import (
     Apply,
     Error,
     Event,
+    Inventory,
     Prune,
     Status,
     StepDone,
@@ -25,14 +26,16 @@ from krmfn.runner.plan import build_plan
 from krmfn.runner.printers import JsonPrinter, PlainPrinter, TtyPrinter, format_plan, make_printer, plan_data
 
 EVENTS: list[Event] = [
+    Inventory("shop", "apps", "krmfn.dev/app", True),
     StepStart(0, "pre-deploy", 1, 300.0, True),
-    Apply(0, "Job.batch apps/migrate", "created"),
-    Wait(0, ["Job.batch apps/migrate"], 300.0),
-    Status(0, "Job.batch apps/migrate", "current", "complete (1 succeeded)", 1.25),
+    Apply(0, "pre-deploy", "Job.batch apps/migrate", "created"),
+    Wait(0, "pre-deploy", ["Job.batch apps/migrate"], 300.0),
+    Status(0, "pre-deploy", "Job.batch apps/migrate", "current", "complete (1 succeeded)", 1.25),
     StepDone(0, "pre-deploy", "healthy", 1.3),
     Prune("ConfigMap apps/old", "deleted"),
-    Error("step deploy: Deployment.apps apps/web failed: stalled", 1, "Deployment.apps apps/web"),
+    Error("step deploy: Deployment.apps apps/web failed: stalled", 1, "deploy", "Deployment.apps apps/web"),
 ]
+STEP_EVENTS = (StepStart, Apply, Wait, Status, StepDone, Error)
 
 
 @pytest.mark.parametrize("event", EVENTS, ids=lambda e: e.type)
@@ -40,6 +43,14 @@ def test_every_event_round_trips_through_its_json_form(event: Event) -> None:
     data = to_dict(event)
     assert data["type"] == event.type
     assert from_dict(json.loads(json.dumps(data))) == event
+
+
+def test_every_event_about_a_step_names_it_one_way() -> None:
+    for event in EVENTS:
+        data = to_dict(event)
+        if isinstance(event, STEP_EVENTS):
+            assert (data["step"], data["stepName"]) in {(0, "pre-deploy"), (1, "deploy")}, data
+        assert "name" not in data or isinstance(event, Inventory)
 
 
 def test_unknown_event_type_is_rejected() -> None:
@@ -53,16 +64,30 @@ def test_json_printer_writes_one_event_per_line_and_a_result() -> None:
     for event in EVENTS:
         printer(event)
     printer.summary(
-        Result(ok=True, steps_done=1, applied=["Job.batch apps/migrate"], pruned=["ConfigMap apps/old"])
-    )
+        Result(ok=True, steps_done=1, applied=["Job.batch apps/migrate"], unchanged=["ConfigMap apps/c"],
+               pruned=["ConfigMap apps/old"], elapsed=2.5)
+    )  # fmt: skip
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [line["type"] for line in lines] == [
-        "step-start", "apply", "wait", "status", "step-done", "prune", "error", "result",
+        "inventory", "step-start", "apply", "wait", "status", "step-done", "prune", "error", "result",
     ]  # fmt: skip
-    assert lines[1] == {"type": "apply", "step": 0, "object": "Job.batch apps/migrate", "action": "created",
-                        "detail": ""}  # fmt: skip
-    assert lines[-1]["ok"] is True
-    assert lines[-1]["pruned"] == ["ConfigMap apps/old"]
+    assert lines[0] == {"type": "inventory", "name": "shop", "namespace": "apps", "source": "krmfn.dev/app",
+                        "prune": True}  # fmt: skip
+    assert lines[2] == {"type": "apply", "step": 0, "stepName": "pre-deploy",
+                        "object": "Job.batch apps/migrate", "action": "created", "detail": "",
+                        "dryRun": False}  # fmt: skip
+    assert lines[-1] == {"type": "result", "ok": True, "failedStep": None, "failedStepName": None,
+                         "error": None, "steps": 1, "applied": ["Job.batch apps/migrate"],
+                         "unchanged": ["ConfigMap apps/c"], "pruned": ["ConfigMap apps/old"],
+                         "elapsed": 2.5}  # fmt: skip
+
+
+def test_json_result_of_a_failed_run_carries_the_failed_steps_index_and_name() -> None:
+    out = io.StringIO()
+    error = StepFailed("deploy", "Deployment.apps apps/web", "ProgressDeadlineExceeded")
+    JsonPrinter(out).summary(Result(ok=False, error=error, failed_step="deploy", failed_step_index=1))
+    result = json.loads(out.getvalue())
+    assert (result["failedStep"], result["failedStepName"]) == (1, "deploy")
 
 
 def test_plain_printer_lines_and_failure_summary_name_the_object() -> None:
@@ -71,8 +96,9 @@ def test_plain_printer_lines_and_failure_summary_name_the_object() -> None:
     for event in EVENTS:
         printer(event)
     error = StepFailed("deploy", "Deployment.apps apps/web", "ProgressDeadlineExceeded")
-    printer.summary(Result(ok=False, error=error, failed_step="deploy"))
+    printer.summary(Result(ok=False, error=error, failed_step="deploy", failed_step_index=1, elapsed=4.25))
     assert out.getvalue().splitlines() == [
+        "inventory: Secret apps/shop (name from krmfn.dev/app); this run prunes what is no longer rendered",
         "step 0 pre-deploy: 1 object(s), timeout 5m0s, waits",
         "  Job.batch apps/migrate: created",
         "  waiting for 1 object(s), timeout 5m0s",
@@ -80,7 +106,41 @@ def test_plain_printer_lines_and_failure_summary_name_the_object() -> None:
         "step 0 pre-deploy: healthy in 1.3s",
         "prune ConfigMap apps/old: deleted",
         "failed: step deploy: Deployment.apps apps/web failed: ProgressDeadlineExceeded; "
-        "later steps not applied, nothing pruned",
+        "later steps not applied, nothing pruned in 4.2s",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("dry_run", "result", "summary"),
+    [
+        (False, Result(ok=True, steps_done=2, applied=["a", "b"], unchanged=["c"], pruned=["d"],
+                       elapsed=12.34),
+         "done: 2 step(s), 2 object(s) changed, 1 unchanged, pruned 1 in 12.3s"),
+        (True, Result(ok=True, steps_done=2, applied=["a"], unchanged=["b", "c"], elapsed=0.5),
+         "done (server dry run): 2 step(s), 1 object(s) would change, 2 unchanged in 0.5s"),
+    ],
+)  # fmt: skip
+def test_summary_counts_changed_and_unchanged_objects_and_gives_the_total_time(
+    dry_run: bool, result: Result, summary: str
+) -> None:
+    out = io.StringIO()
+    PlainPrinter(out, dry_run).summary(result)
+    assert out.getvalue() == summary + "\n"
+
+
+def test_server_dry_run_says_what_would_happen_to_each_object() -> None:
+    out = io.StringIO()
+    printer = PlainPrinter(out, dry_run=True)
+    for action in ("created", "configured", "unchanged", "recreated", "skipped"):
+        printer(Apply(0, "deploy", f"ConfigMap apps/{action}", action, dry_run=True))  # type: ignore[arg-type]
+    printer(Prune("ConfigMap apps/old", "deleted", dry_run=True))
+    assert out.getvalue().splitlines() == [
+        "  ConfigMap apps/created: would create",
+        "  ConfigMap apps/configured: would configure",
+        "  ConfigMap apps/unchanged: unchanged",
+        "  ConfigMap apps/recreated: would recreate",
+        "  ConfigMap apps/skipped: skipped",
+        "prune ConfigMap apps/old: would delete",
     ]
 
 
@@ -106,10 +166,17 @@ def test_tty_printer_redraws_the_running_step_in_place() -> None:
     printer = TtyPrinter(out, clock=clock, refresh=3600)
     try:
         printer(StepStart(1, "deploy", 2, 600.0, True))
-        printer(Apply(1, "Deployment.apps apps/web", "created"))
+        printer(Apply(1, "deploy", "Deployment.apps apps/web", "created"))
         clock.now += 2.5
         printer(
-            Status(1, "Deployment.apps apps/web", "in-progress", "1 of 2 updated replicas available", 2.5)
+            Status(
+                1,
+                "deploy",
+                "Deployment.apps apps/web",
+                "in-progress",
+                "1 of 2 updated replicas available",
+                2.5,
+            )
         )
         first_block = out.getvalue()
         printer(StepDone(1, "deploy", "healthy", 3.0))
@@ -128,6 +195,29 @@ def test_tty_printer_redraws_the_running_step_in_place() -> None:
         "step 1 deploy: healthy in 3.0s\n"
         "  Deployment.apps apps/web: in-progress: 1 of 2 updated replicas available\n"
     )
+
+
+def test_live_view_of_a_new_job_never_shows_zero_counts_before_complete() -> None:
+    from krmfn.runner.status import health
+
+    out = io.StringIO()
+    printer = TtyPrinter(out, clock=FakeClock(), refresh=3600)
+    new_job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "m"}, "spec": {}}
+    running = {**new_job, "status": {"active": 1}}
+    done = {**new_job, "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}}
+    try:
+        printer(StepStart(0, "pre-deploy", 1, 300.0, True))
+        printer(Apply(0, "pre-deploy", "Job.batch apps/m", "created"))
+        for obj in (new_job, running, done):
+            state = health(obj)
+            printer(Status(0, "pre-deploy", "Job.batch apps/m", state.state, state.message, 0.1))
+        printer(StepDone(0, "pre-deploy", "healthy", 1.0))
+    finally:
+        printer.close()
+    text = out.getvalue()
+    assert "0 active" not in text and "0 succeeded" not in text and "0 failed" not in text
+    assert "waiting for its first pod" in text and "running: 1 active" in text
+    assert text.endswith("  Job.batch apps/m: current: complete (1 succeeded)\n")
 
 
 def test_make_printer_picks_plain_lines_when_not_a_terminal() -> None:

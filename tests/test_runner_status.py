@@ -75,12 +75,16 @@ CASES = [
     pytest.param(
         job(active=1),
         "in-progress",
-        "running: 1 active, 0 succeeded, 0 failed",
+        "running: 1 active",
         id="job-running-is-in-progress",
     ),
     # SuccessCriteriaMet and FailureTarget are the Job controller's decisions, never reverted (the API
     # server refuses to clear them); Complete and Failed follow once the pods have stopped. Both end the
     # wait, so success and failure are judged alike.
+    pytest.param(
+        job(active=1, failed=2), "in-progress", "running: 1 active, 2 failed", id="job-counts-not-zero"
+    ),
+    pytest.param(job(), "in-progress", "waiting for its first pod", id="job-without-counts-yet"),
     pytest.param(
         job(cond("SuccessCriteriaMet"), succeeded=1),
         "current",

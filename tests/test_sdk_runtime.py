@@ -238,7 +238,7 @@ def test_help_lists_every_field_with_an_example() -> None:
     stdout = io.StringIO()
     assert FUNCTION.main(["--help"], stdout=stdout) == 0
     text = stdout.getvalue()
-    for expected in ("key  (a string, required)", "example: example.com/owner", "kind: ExampleAnnotate"):
+    for expected in ("key  (required; a string)", "example: example.com/owner", "kind: ExampleAnnotate"):
         assert expected in text
 
 

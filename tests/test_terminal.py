@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from krmfn.runner.cli import main
 from krmfn.runner.engine import Result
 from krmfn.runner.errors import StepFailed
-from krmfn.runner.events import Apply, Error, Event, Lock, Prune, Status, StepDone, StepStart
+from krmfn.runner.events import Apply, Error, Event, Inventory, Lock, Prune, Status, StepDone, StepStart
 from krmfn.runner.plan import build_plan
 from krmfn.runner.printers import JsonPrinter, PlainPrinter, TtyPrinter, format_plan
 from krmfn.terminal import safe_line
@@ -63,13 +63,14 @@ def test_any_text_becomes_one_inert_line(text: str) -> None:
 
 def events() -> list[Event]:
     return [
+        Inventory(f"shop{HOSTILE}", "apps", f"krmfn.dev/app{HOSTILE}", True),
         StepStart(0, f"pre-deploy{HOSTILE}", 1, 30.0, True),
-        Apply(0, f"Job.batch apps/m{HOSTILE}", "created", HOSTILE),
-        Status(0, "Job.batch apps/m", "failed", HOSTILE, 1.0),
+        Apply(0, f"pre-deploy{HOSTILE}", f"Job.batch apps/m{HOSTILE}", "created", HOSTILE),
+        Status(0, "pre-deploy", "Job.batch apps/m", "failed", HOSTILE, 1.0),
         Prune(f"ConfigMap apps/{HOSTILE}", "deleted", HOSTILE),
         Lock("waiting", f"host/1{HOSTILE}", HOSTILE),
         StepDone(0, "pre-deploy", "failed", 2.0),
-        Error(HOSTILE, 0, "Job.batch apps/m"),
+        Error(HOSTILE, 0, "pre-deploy", "Job.batch apps/m"),
     ]
 
 
@@ -87,7 +88,7 @@ def test_plain_output_escapes_what_the_cluster_says() -> None:
     printer.summary(failed())
     text = out.getvalue()
     assert_inert(text.rstrip("\n"))
-    assert len(text.splitlines()) == 7  # six events (not the error: the summary has it) and the summary
+    assert len(text.splitlines()) == 8  # seven events (not the error: the summary has it) and the summary
     assert "boom\\x1b]0;pwned\\x07\\x1b[2J\\r\\nstep 1 deploy" in text  # readable, on one line
 
 
@@ -98,7 +99,7 @@ def test_live_view_escapes_what_the_cluster_says() -> None:
         for event in events():
             printer(event)
         printer(StepStart(1, "deploy", 1, 30.0, True))
-        printer(Status(1, f"Deployment.apps apps/{HOSTILE}", "in-progress", HOSTILE, 0.5))
+        printer(Status(1, "deploy", f"Deployment.apps apps/{HOSTILE}", "in-progress", HOSTILE, 0.5))
         printer.summary(failed())
     finally:
         printer.close()

@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from krmfn.clihelp import epilog
 from krmfn.errors import KrmfnError
 from krmfn.export import argocd, resourceset
 from krmfn.export.steps import group
@@ -26,11 +27,45 @@ from krmfn.yamlio import dump_all_fast, dump_fast
 __all__ = ["main"]
 
 
+EXIT_CODES = (
+    ("0", "written"),
+    ("1", "the stream cannot be exported (unreadable, bad step annotations, an engine's limit)"),
+    ("2", "a usage error (unknown engine or flag, a missing required flag)"),
+)
+EXAMPLES = {
+    "": (
+        ("a Flux Operator ResourceSet of a rendered package", "krmfn export resourceset -f rendered.yaml "
+         "--name shop -n flux-system"),
+        ("the stream with Argo CD sync waves and hooks", "krmfn export argocd -f rendered.yaml --hooks"),
+    ),
+    "resourceset": (
+        ("one ResourceSet, into a file", "krmfn export resourceset -f rendered.yaml --name shop -n apps "
+         "-o resourceset.yaml"),
+        ("from a kustomize build, impersonating a service account", "kustomize build . | krmfn export "
+         "resourceset -f - --name shop -n apps --service-account deployer"),
+    ),
+    "argocd": (
+        ("sync waves from the step indexes", "krmfn export argocd -f rendered.yaml -o app/manifests.yaml"),
+        ("first-step Jobs as PreSync hooks, last-step Jobs as PostSync", "krmfn export argocd -f "
+         "rendered.yaml --hooks"),
+    ),
+}  # fmt: skip
+
+
+def _epilog(engine: str) -> str:
+    return epilog(EXIT_CODES, EXAMPLES[engine], "docs/engines.md")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="krmfn export", description="Write the steps of a rendered stream for another engine."
+        prog="krmfn export",
+        description="Write the steps of a rendered stream for another engine.",
+        epilog=_epilog(""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="engine", required=True, metavar="ENGINE")
+    commands = parser.add_subparsers(
+        dest="engine", required=True, metavar="ENGINE", help="resourceset or argocd (see below)"
+    )
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "-f",
@@ -47,6 +82,8 @@ def _parser() -> argparse.ArgumentParser:
         help="one Flux Operator ResourceSet with the steps in .spec.steps",
         description="Emit a Flux Operator ResourceSet (fluxcd.controlplane.io/v1) whose .spec.steps hold "
         "the objects grouped by krmfn.dev/step-index. At most 20 steps.",
+        epilog=_epilog("resourceset"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     rset.add_argument("--name", required=True, help="name of the ResourceSet")
     rset.add_argument("-n", "--namespace", required=True, help="namespace of the ResourceSet")
@@ -63,6 +100,8 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common],
         help="the stream with argocd.argoproj.io/sync-wave set to the step index",
         description="Annotate every object with argocd.argoproj.io/sync-wave from krmfn.dev/step-index.",
+        epilog=_epilog("argocd"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     argo.add_argument(
         "--hooks",

@@ -15,10 +15,12 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from krmfn.clihelp import epilog
 from krmfn.duration import SECOND, parse_duration
 from krmfn.errors import RunnerError
 from krmfn.runner.errors import Interrupted, SourceError
 from krmfn.runner.events import Error
+from krmfn.runner.identity import Identity, identify
 from krmfn.runner.plan import Plan, build_plan, check_applyset
 from krmfn.runner.printers import format_plan, make_printer, plan_data
 from krmfn.runner.source import kustomize_build, read_files
@@ -45,47 +47,99 @@ def _duration(text: str) -> float:
     return nanos / SECOND
 
 
+EXIT_CODES = {
+    "plan": (("0", "the plan was printed"), ("2", "a usage or input error (unreadable file, bad "
+                                                   "annotation)")),
+    "apply": (
+        ("0", "every step healthy (or applied, for a final step that does not wait), prune done"),
+        ("1", "the run failed: an object refused or failed, a timeout, the cluster unreachable, the "
+              "inventory locked, another app's, or not krmfn's"),
+        ("2", "a usage or input error, before any connection (no inventory name while pruning)"),
+        ("130, 143", "interrupted by SIGINT, SIGTERM: nothing pruned, run again to continue"),
+    ),
+}  # fmt: skip
+EXAMPLES = {
+    "plan": (
+        ("the steps of a rendered kpt package, in apply order", "krmfn plan -f rendered.yaml"),
+        ("the steps of a kustomize overlay, as JSON", "krmfn plan -k overlays/prod --enable-exec -o json"),
+    ),
+    "apply": (
+        ("render a kustomize overlay and apply it into prod, its inventory named shop",
+         "krmfn apply -k overlays/prod --enable-exec -n prod --applyset shop"),
+        ("a CI run: the inventory name from set-steps' app:, the whole run bounded, JSON events",
+         "kustomize build . | krmfn-render --fn-config render.yaml | krmfn apply -f - -n prod --timeout 15m "
+         "-o json"),
+    ),
+}  # fmt: skip
+
+
 def parser(command: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=f"krmfn {command}",
         description=(
-            "Print the steps `krmfn apply` would run."
+            "Print the steps `krmfn apply` would run, without connecting to a cluster."
             if command == "plan"
             else "Apply a rendered stream step by step: server-side apply, wait for health, record an "
-            "ApplySet inventory, prune what is no longer rendered."
+            "ApplySet inventory named after the app, prune what is no longer rendered."
         ),
+        epilog=epilog(EXIT_CODES[command], EXAMPLES[command], "docs/runner.md"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("-f", "--filename", action="append", metavar="FILE|DIR|-", help="manifests to apply")
-    src.add_argument("-k", "--kustomize", metavar="DIR", help="run kustomize build DIR")
+    src.add_argument("-f", "--filename", action="append", metavar="FILE|DIR|-",
+                     help="rendered manifests; repeatable; a directory gives its .yaml, .yml and .json files "
+                     "(not recursively); - is stdin")  # fmt: skip
+    src.add_argument("-k", "--kustomize", metavar="DIR",
+                     help="run kustomize build DIR (plugins, exec functions: flags below)")  # fmt: skip
     p.add_argument("--enable-alpha-plugins", action="store_true",
                    help="-k: let kustomize run plugins and container functions (off by default)")  # fmt: skip
     p.add_argument("--enable-exec", action="store_true",
                    help="-k: let kustomize run exec functions, binaries the kustomizations name "
                    "(off by default; implies --enable-alpha-plugins)")  # fmt: skip
-    p.add_argument(
-        "-n", "--namespace", help="namespace for namespaced objects without one, and the inventory"
-    )
-    p.add_argument("--timeout", type=_duration, default=300.0, metavar="DURATION",
-                   help="step timeout when krmfn.dev/step-timeout is absent (default 5m)")  # fmt: skip
-    p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=None,
-                   help="wait for the final step's health (default: krmfn.dev/wait)")  # fmt: skip
-    p.add_argument("-o", "--output", choices=["text", "json"], default="text")
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
-    p.add_argument("--context", help="kubeconfig context")
-    p.add_argument("--retry-timeout", type=_duration, default=30.0, metavar="DURATION",
-                   help="how long to retry connection errors, 429 and 5xx answers (default 30s)")  # fmt: skip
+    p.add_argument("-n", "--namespace",
+                   help="namespace of namespaced objects without one, and of the inventory (default: the "
+                   "kubeconfig context's)")  # fmt: skip
+    p.add_argument("--step-timeout", type=_duration, default=300.0, metavar="DURATION",
+                   help="timeout of a step none of whose objects has krmfn.dev/step-timeout "
+                   "(default 5m)")  # fmt: skip
     if command == "apply":
+        p.add_argument("--timeout", type=_duration, default=0.0, metavar="DURATION",
+                       help="bound the whole run, lock wait and prune included (default: none; each step "
+                       "keeps its own timeout within it)")  # fmt: skip
+    p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=None,
+                   help="wait for the final step's health (default: its krmfn.dev/wait)")  # fmt: skip
+    p.add_argument("-o", "--output", choices=["text", "json"], default="text",
+                   help="text: a live view on a terminal, plain lines otherwise; json: one event per "
+                   "line, then a result line (docs/runner.md#output)")  # fmt: skip
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context (default: its current-context)")
+    if command == "apply":
+        p.add_argument("--retry-timeout", type=_duration, default=30.0, metavar="DURATION",
+                       help="how long one request retries connection errors, 429 and 5xx answers "
+                       "(default 30s)")  # fmt: skip
         p.add_argument("--dry-run", choices=["none", "client", "server"], default="none", nargs="?",
-                       const="client", help="client: print the plan; server: validate all")  # fmt: skip
+                       const="client", help="client (or bare --dry-run): print the plan; server: send "
+                       "every request with dryRun=All and report what would change")  # fmt: skip
         p.add_argument("--field-manager", default="krmfn", help="server-side apply field manager")
-        p.add_argument("--force-conflicts", action="store_true", help="take over fields owned by others")
-        p.add_argument("--applyset", default="krmfn", metavar="NAME",
-                       help="name of the ApplySet parent Secret (in --namespace)")  # fmt: skip
+        p.add_argument("--force-conflicts", action="store_true",
+                       help="take over fields another field manager owns")  # fmt: skip
+        p.add_argument("--applyset", default=None, metavar="NAME",
+                       help="the app's inventory: the ApplySet parent Secret NAME in --namespace "
+                       "(default: krmfn.dev/app on the objects, else the Kptfile's name; required to "
+                       "prune)")  # fmt: skip
         p.add_argument("--prune", action=argparse.BooleanOptionalAction, default=True,
-                       help="delete members of the ApplySet that are no longer rendered")  # fmt: skip
+                       help="delete members of the inventory that are no longer rendered")  # fmt: skip
+        p.add_argument("--adopt", action="store_true",
+                       help="take over an inventory that holds none of this render's objects (another "
+                       "app's, or this app renamed): its objects are pruned")  # fmt: skip
+        p.add_argument("--prune-namespaces", action="store_true",
+                       help="also prune Namespaces no longer rendered (deletes everything in "
+                       "them)")  # fmt: skip
+        p.add_argument("--prune-crds", action="store_true",
+                       help="also prune CustomResourceDefinitions no longer rendered (deletes their custom "
+                       "resources)")  # fmt: skip
         p.add_argument("--wait-for-lock", type=_duration, default=0.0, metavar="DURATION",
-                       help="wait this long for another run on the same ApplySet to finish "
+                       help="wait this long for another run on the same inventory to finish "
                        "(default: fail at once)")  # fmt: skip
     return p
 
@@ -126,7 +180,7 @@ def main(argv: list[str], api_factory: ApiFactory = _api_from_args) -> int:
 
 
 def _make_plan(args: argparse.Namespace, docs: list[Any], namespace: str) -> Plan:
-    return build_plan(docs, namespace=namespace, default_timeout=args.timeout, wait=args.wait)
+    return build_plan(docs, namespace=namespace, default_timeout=args.step_timeout, wait=args.wait)
 
 
 def _plan(args: argparse.Namespace, docs: list[Any]) -> int:
@@ -178,11 +232,12 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
     try:
         # Input errors before the kubeconfig is read; the plan is made again with its namespace.
         plan = _make_plan(args, docs, args.namespace or "default")
-        check_applyset(plan, args.applyset, args.namespace)
+        identity = _identity(args, docs)
+        check_applyset(plan, identity.name, args.namespace)
     except RunnerError as err:
         _fail("apply", err)
         return EXIT_USAGE
-    printer = make_printer(args.output, sys.stdout)
+    printer = make_printer(args.output, sys.stdout, dry_run=args.dry_run == "server")
     try:
         api = api_factory(args)  # reads the kubeconfig; connects only with the first request
     except RunnerError as err:
@@ -195,7 +250,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
     namespace = args.namespace or api.default_namespace
     try:
         plan = _make_plan(args, docs, namespace)
-        check_applyset(plan, args.applyset, namespace)
+        check_applyset(plan, identity.name, namespace)
     except RunnerError as err:
         _fail("apply", err)
         printer.close()
@@ -208,10 +263,15 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         field_manager=args.field_manager,
         force_conflicts=args.force_conflicts,
         dry_run=args.dry_run == "server",
-        applyset=args.applyset,
+        applyset=identity.name,
+        applyset_source=identity.source,
+        adopt=args.adopt,
+        prune_namespaces=args.prune_namespaces,
+        prune_crds=args.prune_crds,
         namespace=namespace,
         prune=args.prune,
         lock_wait=args.wait_for_lock,
+        timeout=args.timeout,
     )
     runner = Runner(api, options, printer)
 
@@ -230,6 +290,11 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
             close()
     printer.summary(result)
     return exit_code(result)
+
+
+def _identity(args: argparse.Namespace, docs: list[Any]) -> Identity:
+    directories = [args.kustomize] if args.kustomize else [f for f in args.filename if Path(f).is_dir()]
+    return identify(docs, args.applyset, directories, args.prune)
 
 
 def exit_code(result: Result) -> int:

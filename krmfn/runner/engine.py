@@ -18,6 +18,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 
 import krmfn
 from krmfn.errors import RunnerError
+from krmfn.jobhash import name_hash, spec_hash
 from krmfn.k8snames import JOB_NAME_MAX, trim_for_suffix
 from krmfn.kobj import annotations_of, labels_of
 from krmfn.names import name_problem
@@ -32,21 +33,47 @@ from krmfn.runner.errors import (
     InventoryError,
     JobSpecChanged,
     ObjectError,
+    RunTimeout,
     StepFailed,
     StepTimeout,
     UnknownKind,
 )
-from krmfn.runner.events import Apply, ApplyAction, Error, Event, Prune, Status, StepDone, StepStart, Wait
+from krmfn.runner.events import (
+    Apply,
+    ApplyAction,
+    Error,
+    Event,
+    Prune,
+    Status,
+    StepDone,
+    StepStart,
+    Wait,
+)
+from krmfn.runner.events import Inventory as InventoryEvent
 from krmfn.runner.inventory import Inventory
 from krmfn.runner.lock import LEASE
 from krmfn.runner.plan import Item, Key, Plan, Step, key_of, kind_rank
 from krmfn.runner.status import Health, health
 from krmfn.runner.waiter import Watched, Watcher
+from krmfn.selector import JOB_BASE_NAME
 from krmfn.steps import index_of
 
 T = TypeVar("T")
 P = ParamSpec("P")
 POLL = 0.2  # how often a wait looks at the stop flag and the deadline when no event arrives
+UNCHANGED: frozenset[ApplyAction] = frozenset({"unchanged", "skipped"})
+CHANGED: frozenset[ApplyAction] = frozenset({"created", "configured", "recreated"})
+# Kinds whose deletion deletes much more than themselves: pruned only when asked for by name.
+GUARDED = {
+    ("", "Namespace"): (
+        "prune_namespaces", "--prune-namespaces", "deleting a Namespace deletes everything in it"
+    ),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): (
+        "prune_crds", "--prune-crds", "deleting a CRD deletes every custom resource of its kind"
+    ),
+}  # fmt: skip
+SHARED_KINDS = frozenset({("", "Namespace"), ("apiextensions.k8s.io", "CustomResourceDefinition")})
+"""Kinds two apps often both render: sharing one of them does not make an inventory this app's."""
 POD_POLL = 1.0  # how often a wait lists the pods of a pending Job, to show failures as they happen
 
 
@@ -71,6 +98,12 @@ class Options:
     dry_run: bool = False
     """Server-side dry run: every request with dryRun=All, no waiting, no inventory writes."""
     applyset: str = "krmfn"
+    applyset_source: str = "--applyset"
+    """Where the inventory's name came from (identity.py), for the start line."""
+    adopt: bool = False
+    """Take over an inventory whose members this render does not have (they are pruned)."""
+    prune_namespaces: bool = False
+    prune_crds: bool = False
     namespace: str = ""
     """Namespace of the ApplySet parent; the kubeconfig's namespace when empty."""
     prune: bool = True
@@ -80,6 +113,8 @@ class Options:
     """Seconds to wait for another run's inventory lock; 0: fail at once."""
     lock_lease: float = LEASE
     """Seconds the inventory lock lasts unless renewed (every quarter of it)."""
+    timeout: float = 0.0
+    """Seconds the whole run may take (``--timeout``); 0: no bound but the steps' own timeouts."""
 
 
 @dataclass
@@ -87,9 +122,16 @@ class Result:
     ok: bool
     error: RunnerError | None = None
     failed_step: str | None = None
+    """The failed step's name; ``failed_step_index`` its position in the plan."""
+    failed_step_index: int | None = None
     steps_done: int = 0
     applied: list[str] = field(default_factory=list)
+    """Objects the run created, changed or re-created (would, under a server dry run)."""
+    unchanged: list[str] = field(default_factory=list)
+    """Objects the server did not change (and completed Jobs not run again)."""
     pruned: list[str] = field(default_factory=list)
+    elapsed: float = 0.0
+    """Seconds from the start of the run to its end."""
 
 
 @dataclass
@@ -120,6 +162,12 @@ class Runner:
         self._step = -1
         self._during = "start-up"
         self._inventory: Inventory | None = None
+        self._result = Result(ok=False)
+        self._before: dict[Key, dict[str, Any]] = {}
+        """Members of the ApplySet as they were when the run started: what an apply is compared with."""
+        self._deadline: float | None = None
+        self._recorded: tuple[set[str], set[str]] = (set(), set())
+        """The kinds and namespaces the parent listed before this run widened them."""
         self._parent: Parent | None = None
 
     # --- public ------------------------------------------------------------------------------------------
@@ -129,7 +177,10 @@ class Runner:
         self._signal = signum
 
     def run(self, plan: Plan) -> Result:
-        result = Result(ok=False)
+        self._result = result = Result(ok=False)
+        started = self.clock.monotonic()
+        if self.options.timeout > 0:
+            self._deadline = started + self.options.timeout
         try:
             try:
                 self._run(plan, result)
@@ -141,9 +192,11 @@ class Runner:
             result.error = err
             ref = getattr(err, "ref", None)
             step = self._step if self._step >= 0 else None
-            self.emit(Error(message=str(err), step=step, object=ref))
-            if self._step >= 0 and self._step < len(plan.steps):
-                result.failed_step = plan.steps[self._step].name
+            name = plan.steps[self._step].name if step is not None and step < len(plan.steps) else None
+            self.emit(Error(message=str(err), step=step, step_name=name, object=ref))
+            if name is not None:
+                result.failed_step, result.failed_step_index = name, step
+        result.elapsed = self.clock.monotonic() - started
         return result
 
     # --- the sequence ------------------------------------------------------------------------------------
@@ -151,6 +204,7 @@ class Runner:
     def _run(self, plan: Plan, result: Result) -> None:
         self._resolve(plan)
         parent = self._open_parent(plan)
+        self._check_adoption(plan, parent)
         for step in plan.steps:
             self._step = step.index
             self._run_step(step, parent, result)
@@ -201,6 +255,9 @@ class Runner:
     def _open_parent(self, plan: Plan) -> Parent:
         self._during = "reading the inventory"
         namespace = self.options.namespace or self.api.default_namespace
+        self.emit(
+            InventoryEvent(self.options.applyset, namespace, self.options.applyset_source, self.options.prune)
+        )
         self._inventory = inventory = Inventory(
             self.api, self.options.applyset, namespace,
             field_manager=self.options.field_manager, version=self.options.version, call=self._call,
@@ -209,9 +266,11 @@ class Runner:
         )  # fmt: skip
         if self.options.dry_run:
             self._parent = inventory.read()
+            self._recorded = (set(self._parent.group_kinds), set(self._parent.namespaces))
             return self._parent
 
         def widen(parent: Parent) -> None:
+            self._recorded = (set(parent.group_kinds), set(parent.namespaces))
             # Superset first (the KEP's rule): if this run dies half-way, the next prune still finds
             # every kind and namespace that may hold members.
             parent.group_kinds |= {it.key.group_kind for it in plan.items}
@@ -221,6 +280,50 @@ class Runner:
         # Members are applied only once the parent lists their kinds and this run holds the lock.
         self._parent = inventory.acquire(self.options.lock_wait, widen)
         return self._parent
+
+    def _check_adoption(self, plan: Plan, parent: Parent) -> None:
+        """Reads the members the inventory had before this run (what applies are compared with), and
+        refuses to adopt another app's inventory: with prune on, members this render never had would be
+        deleted, so an inventory whose members include none of this render's is not taken over unless
+        ``--adopt`` says so. Namespaces and CRDs do not count: two apps often render the same one."""
+        self._during = "reading the inventory's members"
+        kinds, namespaces = self._recorded
+        members = self._members(parent, kinds, namespaces | {parent.namespace})
+        self._before = {key_of(obj): obj for obj in members}
+        if not self.options.prune or self.options.adopt or not members:
+            return
+        planned = {it.key for it in plan.items}
+        if any(k in planned for k in self._before if (k.group, k.kind) not in SHARED_KINDS):
+            return
+        foreign = sorted(k for k in self._before if k not in planned)
+        if not foreign:
+            return
+        shown = ", ".join(str(k) for k in foreign[:5]) + (
+            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        )
+        raise InventoryError(
+            f"the inventory {parent.namespace}/{parent.name} ({self.options.applyset_source}) holds "
+            f"{len(foreign)} object(s) this render does not have ({shown}) and none of the objects it "
+            "applies, so it looks like another app's: pruning would delete them. Give this app its own "
+            "inventory (--applyset NAME, or app: in set-steps' config), or, if this render replaces "
+            "that app, pass --adopt to take the inventory over and prune them; nothing was applied"
+        )
+
+    def _members(self, parent: Parent, kinds: set[str], namespaces: set[str]) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        if not parent.exists:
+            return found
+        for group_kind in sorted(kinds):
+            kind, _, group = group_kind.partition(".")
+            try:
+                res = self.api.resource_for_group_kind(group, kind)
+            except NoSuchKind:
+                continue
+            for namespace in sorted(namespaces) if res.namespaced else [""]:
+                self._check_stop()
+                key = Key(group, kind, namespace, "")
+                found.extend(self._call(key, self.api.list, res, namespace, f"{PART_OF}={parent.id}"))
+        return found
 
     def _inventory_of(self) -> Inventory:
         assert self._inventory is not None, "the parent is opened before anything is written"
@@ -239,6 +342,8 @@ class Runner:
     def _run_step(self, step: Step, parent: Parent, result: Result) -> None:
         started = self.clock.monotonic()
         deadline = started + step.timeout
+        if self._deadline is not None:
+            deadline = min(deadline, self._deadline)
         self.emit(StepStart(step.index, step.name, len(step.items), step.timeout, step.wait))
         try:
             self._during = f"step {step.name}"
@@ -247,14 +352,13 @@ class Runner:
             for item in step.items:
                 self._check_stop()
                 tracked.append(self._apply(step, item, parent, deadline))
-                result.applied.append(str(item.key))
             self._write_parent(parent)  # the Jobs just started are remembered before anything is awaited
             if self.options.dry_run or not step.wait:
                 self.emit(StepDone(step.index, step.name, "applied", self.clock.monotonic() - started))
                 return
             self._flush_parent()
             self._wait(step, tracked, started, deadline)
-        except StepTimeout:
+        except (StepTimeout, RunTimeout):
             self.emit(StepDone(step.index, step.name, "timeout", self.clock.monotonic() - started))
             raise
         except Interrupted:
@@ -276,7 +380,13 @@ class Runner:
             if not (jobs.is_immutable_error(str(err)) and jobs.enabled(item.annotations, jobs.FORCE)):
                 raise
             return self._force_recreate(step, item.key, res, obj, deadline, why=err.cause)
-        self._report_apply(step, item.key, "created" if created else "configured")
+        if created:
+            action: ApplyAction = "created"
+        elif not _changed(self._before.get(item.key), live):
+            action = "unchanged"  # the server changed nothing the object says
+        else:
+            action = "configured"
+        self._report_apply(step, item.key, action)
         return Tracked(item.key, res, live)
 
     def _force_recreate(
@@ -295,10 +405,11 @@ class Runner:
         return Tracked(key, res, applied)
 
     def _report_apply(self, step: Step, key: Key, action: ApplyAction, detail: str = "") -> None:
-        if self.options.dry_run:
-            detail = f"{action}{': ' + detail if detail else ''}"
-            action = "dry-run"
-        self.emit(Apply(step.index, str(key), action, detail))
+        if action in CHANGED:
+            self._result.applied.append(str(key))
+        elif action in UNCHANGED:
+            self._result.unchanged.append(str(key))
+        self.emit(Apply(step.index, step.name, str(key), action, detail, self.options.dry_run))
 
     def _ssa(
         self, key: Key, res: Resource, obj: dict[str, Any], dry_run: bool = False
@@ -352,7 +463,15 @@ class Runner:
                 )
                 continue
             self._delete_and_wait(step, item.key, res, live, deadline)
-            self.emit(Apply(step.index, str(item.key), "deleted", "failed; re-created (recreate-on-failure)"))
+            self.emit(
+                Apply(
+                    step.index,
+                    step.name,
+                    str(item.key),
+                    "deleted",
+                    "failed; re-created (recreate-on-failure)",
+                )
+            )
 
     def _apply_job(
         self, step: Step, item: Item, res: Resource, obj: dict[str, Any], *, parent: Parent, deadline: float
@@ -383,13 +502,7 @@ class Runner:
             if not jobs.is_immutable_error(str(err)):
                 raise
             if not jobs.enabled(item.annotations, jobs.FORCE):
-                raise JobSpecChanged(
-                    str(key),
-                    "the rendered spec differs from the live Job's in fields a Job cannot change "
-                    f"({err.cause.removeprefix('invalid: ')}); run hash-job-names so every change gets a "
-                    f"new Job name, or annotate the Job with {jobs.FORCE[0]}: enabled to delete and "
-                    "re-create it",
-                ) from None
+                raise JobSpecChanged(str(key), _spec_changed(item, err.cause)) from None
             tracked = self._force_recreate(step, key, res, obj, deadline, why="spec changed")
             self._record(ref, wanted, "started")
             return self._suspended_as_rendered(step, item, tracked)
@@ -520,7 +633,7 @@ class Runner:
                     watcher.follow(Watched(t.key, t.res, version))
             pending = [k for k, h in states.items() if not h.done]
             if pending and not quiet:
-                self.emit(Wait(step.index, [str(k) for k in pending], step.timeout))
+                self.emit(Wait(step.index, step.name, [str(k) for k in pending], step.timeout))
             while any(not h.done for h in states.values()):
                 for t in tracked:
                     if _is_job(t.key) and not states[t.key].done and self._poll_pods(t):
@@ -586,7 +699,7 @@ class Runner:
     def _next(
         self, watcher: Watcher, deadline: float, step: Step, waiting: list[tuple[str, str]]
     ) -> tuple[Key, dict[str, Any] | RunnerError | None] | None:
-        self._check_stop()
+        self._check_stop(waiting)
         remaining = deadline - self.clock.monotonic()
         if remaining <= 0:
             raise StepTimeout(step.name, step.timeout_text, waiting)
@@ -598,7 +711,14 @@ class Runner:
     def _status(self, step: Step, key: Key, state: Health, started: float, quiet: bool) -> None:
         if not quiet:
             self.emit(
-                Status(step.index, str(key), state.state, state.message, self.clock.monotonic() - started)
+                Status(
+                    step.index,
+                    step.name,
+                    str(key),
+                    state.state,
+                    state.message,
+                    self.clock.monotonic() - started,
+                )
             )
 
     def _settle(self, step: Step, t: Tracked, live: dict[str, Any] | None, state: Health) -> None:
@@ -678,8 +798,18 @@ class Runner:
                 self.emit(Prune(str(key), "kept", f"{jobs.PRUNE}: disabled"))
                 remaining.append(key)
                 continue
+            guard = GUARDED.get((key.group, key.kind))
+            if guard is not None and not getattr(self.options, guard[0]):
+                self.emit(
+                    Prune(
+                        str(key), "kept", f"no longer rendered, but {guard[2]}: pass {guard[1]} to prune it"
+                    )
+                )
+                remaining.append(key)
+                continue
             if self.options.dry_run:
-                self.emit(Prune(str(key), "dry-run", "would be deleted"))
+                self.emit(Prune(str(key), "deleted", dry_run=True))
+                result.pruned.append(str(key))
                 continue
             self._check_stop()
             uid = _uid_of(key, obj)
@@ -696,9 +826,11 @@ class Runner:
 
     # --- helpers -----------------------------------------------------------------------------------------
 
-    def _check_stop(self) -> None:
+    def _check_stop(self, waiting: list[tuple[str, str]] | None = None) -> None:
         if self._signal is not None:
             raise Interrupted(self._signal, self._during)
+        if self._deadline is not None and self.clock.monotonic() >= self._deadline:
+            raise RunTimeout(self.options.timeout, self._during, waiting or [])
         if self._inventory is not None:
             self._inventory.check()
 
@@ -736,15 +868,18 @@ def _same_run(record: JobRecord, wanted: str, job: dict[str, Any]) -> bool:
     return record.spec_hash == (jobs.legacy_spec_hash(job) if record.legacy else wanted)
 
 
-def _changed(before: dict[str, Any], after: dict[str, Any]) -> bool:
-    """Whether an apply changed what the object says (spec, labels, annotations), as the server answered:
-    a server dry run answers with the object it would store, without a new resourceVersion."""
+def _changed(before: dict[str, Any] | None, after: dict[str, Any]) -> bool:
+    """Whether an apply changed what the object says, as the server answered: everything but its status
+    and the server's own metadata (resourceVersion, generation, managedFields...), so a ConfigMap's data
+    counts as a Deployment's spec does. A server dry run answers with the object it would store, without
+    a new resourceVersion, so the content is compared, not the version. ``before`` None: not known."""
 
-    def view(obj: dict[str, Any]) -> tuple[Any, ...]:
+    def view(obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj.get("metadata") or {}
-        return obj.get("spec"), meta.get("labels") or {}, meta.get("annotations") or {}
+        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata", "status")}
+        return {**body, "labels": meta.get("labels") or {}, "annotations": meta.get("annotations") or {}}
 
-    return view(before) != view(after)
+    return before is None or view(before) != view(after)
 
 
 def _as_member(obj: dict[str, Any], applyset_id: str) -> dict[str, Any]:
@@ -774,3 +909,29 @@ def _as_object_error(key: Key, err: ApiStatusError) -> ObjectError:
     if err.code == 404:
         return ObjectError(str(key), f"not found: {cause}", err.code)
     return ObjectError(str(key), f"{cause}", err.code)
+
+
+def _spec_changed(item: Item, cause: str) -> str:
+    """Why a Job's rendered spec differs from the live Job of the same name in fields a Job cannot
+    change (``cause``: the API server's words), and how to fix the layout."""
+    why = cause.removeprefix("invalid: ")
+    fields = f"the rendered spec differs from the live Job's in fields a Job cannot change ({why})"
+    force = f"or annotate the Job {jobs.FORCE[0]}: enabled to delete and re-create it"
+    base = item.annotations.get(JOB_BASE_NAME)
+    spec = item.obj.get("spec")
+    if not isinstance(base, str) or not base or not isinstance(spec, dict):
+        return f"{fields}; give every change a new Job name with hash-job-names, {force}"
+    carried, actual = name_hash(item.key.name, base), spec_hash(spec)
+    if carried is not None and carried != actual:
+        return (
+            f"{fields}: the name's hash {carried} does not match the rendered spec, which hashes to "
+            f"{actual}, so something changed the Job after hash-job-names named it (an overlay's image, "
+            "label or patch) and the changed Job kept the live one's name. Run hash-job-names after every "
+            "transformer that changes the Job (in the overlay that sets the final image, after set-image), "
+            f"{force}"
+        )
+    return (
+        f"{fields}: the live Job under this hashed name runs another spec, applied from a render whose "
+        "name did not match its spec (a Job changed after hash-job-names, since fixed) or changed on the "
+        f"cluster; delete it, {force}"
+    )

@@ -14,6 +14,7 @@ RunnerError (krmfn.errors)
 │   └── InventoryLocked   another run holds the inventory lock (and --wait-for-lock ran out)
 ├── StepFailed            an object of a step failed (Job Failed, rollout stalled, ...)
 ├── StepTimeout           a step was not healthy within its timeout
+├── RunTimeout            the whole run took longer than --timeout
 └── Interrupted           SIGINT/SIGTERM: stopped between requests; ``signum`` says which
 """
 
@@ -34,6 +35,7 @@ __all__ = [
     "JobSpecChanged",
     "KubeconfigError",
     "ObjectError",
+    "RunTimeout",
     "RunnerError",
     "SourceError",
     "StepFailed",
@@ -110,6 +112,20 @@ class StepTimeout(RunnerError):
         detail = "; ".join(f"{ref}: {message}" for ref, message in pending)
         super().__init__(f"step {step}: not healthy after {timeout}: {detail}")
         self.step = step
+        self.pending = pending
+
+
+class RunTimeout(RunnerError):
+    """The run as a whole took longer than ``--timeout``; steps keep their own timeouts within it."""
+
+    def __init__(self, timeout: float, during: str, pending: list[tuple[str, str]]) -> None:
+        from krmfn.duration import SECOND, format_duration
+
+        detail = "".join(f"; {ref}: {message}" for ref, message in pending)
+        super().__init__(
+            f"the run did not finish within --timeout {format_duration(round(timeout * SECOND))}, during "
+            f"{during}{detail}; nothing was pruned"
+        )
         self.pending = pending
 
 

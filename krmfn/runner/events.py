@@ -1,6 +1,9 @@
 """Typed events: everything the runner reports goes through one of these, printers turn them into text.
 
-``to_dict`` gives the ``-o json`` form: ``{"type": "<event type>", ...fields}``, one object per line.
+``to_dict`` gives the ``-o json`` form: ``{"type": "<event type>", ...fields}``, one object per line, the
+fields in camelCase. Every event about a step names it the same way: ``step`` (its 0-based position in
+the plan) and ``stepName``. Under ``--dry-run=server`` the actions are what would happen, with
+``dryRun: true``.
 """
 
 from __future__ import annotations
@@ -8,16 +11,27 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-ApplyAction = Literal["created", "configured", "unchanged", "recreated", "skipped", "deleted", "dry-run"]
-PruneAction = Literal["deleted", "kept", "skipped", "dry-run"]
+ApplyAction = Literal["created", "configured", "unchanged", "recreated", "skipped", "deleted"]
+PruneAction = Literal["deleted", "kept", "skipped"]
 LockAction = Literal["waiting", "acquired", "taken-over"]
 StepResult = Literal["healthy", "applied", "failed", "timeout", "interrupted"]
 
 
 @dataclass(frozen=True)
+class Inventory:
+    """The run's inventory, printed before anything else: which ApplySet prune works from, and why."""
+
+    name: str
+    namespace: str
+    source: str
+    prune: bool
+    type: str = "inventory"
+
+
+@dataclass(frozen=True)
 class StepStart:
     step: int
-    name: str
+    step_name: str
     objects: int
     timeout: float
     wait: bool
@@ -27,15 +41,18 @@ class StepStart:
 @dataclass(frozen=True)
 class Apply:
     step: int
+    step_name: str
     object: str
     action: ApplyAction
     detail: str = ""
+    dry_run: bool = False
     type: str = "apply"
 
 
 @dataclass(frozen=True)
 class Status:
     step: int
+    step_name: str
     object: str
     state: str
     message: str
@@ -46,6 +63,7 @@ class Status:
 @dataclass(frozen=True)
 class Wait:
     step: int
+    step_name: str
     objects: list[str]
     timeout: float
     type: str = "wait"
@@ -56,13 +74,14 @@ class Prune:
     object: str
     action: PruneAction
     detail: str = ""
+    dry_run: bool = False
     type: str = "prune"
 
 
 @dataclass(frozen=True)
 class StepDone:
     step: int
-    name: str
+    step_name: str
     result: StepResult
     elapsed: float
     type: str = "step-done"
@@ -83,24 +102,30 @@ class Lock:
 class Error:
     message: str
     step: int | None = None
+    step_name: str | None = None
     object: str | None = None
     type: str = "error"
 
 
-Event = StepStart | Apply | Status | Wait | Prune | StepDone | Lock | Error
-EVENT_TYPES = (StepStart, Apply, Status, Wait, Prune, StepDone, Lock, Error)
+Event = Inventory | StepStart | Apply | Status | Wait | Prune | StepDone | Lock | Error
+EVENT_TYPES = (Inventory, StepStart, Apply, Status, Wait, Prune, StepDone, Lock, Error)
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
 
 
 def to_dict(event: Event) -> dict[str, Any]:
     data = asdict(event)
     kind = data.pop("type")
-    return {"type": kind, **data}
+    return {"type": kind, **{camel(k): v for k, v in data.items()}}
 
 
 def from_dict(data: dict[str, Any]) -> Event:
     """The inverse of ``to_dict`` (for tools that read ``-o json``)."""
     for cls in EVENT_TYPES:
         if cls.type == data.get("type"):
-            names = {f.name for f in fields(cls)}
-            return cls(**{k: v for k, v in data.items() if k in names})
+            names = {camel(f.name): f.name for f in fields(cls)}
+            return cls(**{names[k]: v for k, v in data.items() if k in names})
     raise ValueError(f"unknown event type {data.get('type')!r}")

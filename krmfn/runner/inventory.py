@@ -5,8 +5,10 @@ read-modify-write ``PUT`` of the last object read or written, so its resourceVer
 precondition (lock.py says why that makes the lock safe). Only krmfn's own labels and annotations are
 replaced; other tools' fields on the Secret are kept. A 409 on a later write means the parent changed
 since: if the lock is still this run's (another tool touched the Secret, or an earlier attempt went
-through without its answer arriving), the write is merged again; otherwise the lock was lost and the run
-stops before it can overwrite what the other run recorded.
+through without its answer arriving), the write is merged again; if the parent already holds exactly this
+write (it went through, its answer was lost and the retried PUT carried the old resourceVersion: the
+release of the lock ends this way), it is done; otherwise the lock was lost and the run stops before it
+can overwrite what the other run recorded.
 
 After the lock is taken, writes run in the background one at a time (a single worker), so a step does
 not wait for its inventory record; ``flush`` collects the outcome. A thread renews the lease.
@@ -244,10 +246,13 @@ class Inventory:
                         raise
                     self._live = self._get()
                     current = lease_of(self._live)
-                    if self._live is None or current is None or current.run != self._run:
-                        self._lost = InventoryError(self._lost_message(current))
-                        raise self._lost from None
-                    continue  # still ours: someone else touched the Secret; merge again
+                    if not self._carries(self._live, wanted):
+                        if self._live is None or current is None or current.run != self._run:
+                            self._lost = InventoryError(self._lost_message(current))
+                            raise self._lost from None
+                        continue  # still ours: someone else touched the Secret; merge again
+                    # Else this very write went through and only its answer was lost (the retried PUT
+                    # carried the old resourceVersion): the release of the lock looks like this.
                 self._stored = wanted
                 if self._lease is not None:
                     # Not the time the write ended: a write retried for long, or one carrying a lease
@@ -256,15 +261,37 @@ class Inventory:
                 return
             raise InventoryError(f"ApplySet {self.namespace}/{self.name} keeps changing under this run")
 
-    def _put(self, wanted: dict[str, Any]) -> dict[str, Any]:
+    def _with_lease(self, wanted: dict[str, Any]) -> dict[str, Any]:
         annotations = dict(wanted["metadata"]["annotations"])
         if self._lease is not None:
             annotations[LOCK] = self._lease.render()
-        obj = {**wanted, "metadata": {**wanted["metadata"], "annotations": annotations}}
+        return {**wanted, "metadata": {**wanted["metadata"], "annotations": annotations}}
+
+    def _carries(self, live: dict[str, Any] | None, wanted: dict[str, Any]) -> bool:
+        """Whether ``live`` already holds exactly what writing ``wanted`` now would store: krmfn's
+        annotations (the lock included, or its absence) and labels."""
+        if live is None:
+            return False
+        obj, notes = self._with_lease(wanted), annotations_of(live)
+        labels = (live.get("metadata") or {}).get("labels") or {}
+        return all(notes.get(k) == obj["metadata"]["annotations"].get(k) for k in OWNED) and all(
+            labels.get(k) == v for k, v in obj["metadata"]["labels"].items()
+        )
+
+    def _put(self, wanted: dict[str, Any]) -> dict[str, Any]:
+        obj = self._with_lease(wanted)
         if self._live is None:
-            created: dict[str, Any] = self._call(
-                self.key, self._api.create, self._res, obj, field_manager=self._field_manager
-            )
+            try:
+                created: dict[str, Any] = self._call(
+                    self.key, self._api.create, self._res, obj, field_manager=self._field_manager
+                )
+            except ObjectError as err:
+                if err.code == 404:  # a create answers 404 only when the namespace does not exist
+                    raise InventoryError(
+                        f"the inventory Secret {self.name} lives in namespace {self.namespace}, which does "
+                        "not exist: create it first, or pass -n"
+                    ) from None
+                raise
             return created
         replaced: dict[str, Any] = self._call(
             self.key, self._api.replace, self._res, merged(self._live, obj), field_manager=self._field_manager

@@ -15,7 +15,19 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from krmfn.duration import SECOND, format_duration
 from krmfn.runner.errors import Interrupted
-from krmfn.runner.events import Apply, Error, Event, Lock, Prune, Status, StepDone, StepStart, Wait, to_dict
+from krmfn.runner.events import (
+    Apply,
+    Error,
+    Event,
+    Inventory,
+    Lock,
+    Prune,
+    Status,
+    StepDone,
+    StepStart,
+    Wait,
+    to_dict,
+)
 from krmfn.runner.plan import Plan
 from krmfn.terminal import safe_line
 
@@ -39,23 +51,42 @@ class Printer(Protocol):
     def close(self) -> None: ...
 
 
+# What a server dry run says instead of an action that would change something.
+_WOULD = {"created": "would create", "configured": "would configure", "recreated": "would recreate",
+          "deleted": "would delete"}  # fmt: skip
+
+
+def action_text(action: str, dry_run: bool) -> str:
+    return _WOULD.get(action, action) if dry_run else action
+
+
 def describe(event: Event) -> str:
     """One plain line for ``event``."""
     match event:
+        case Inventory():
+            prune = "prunes what is no longer rendered" if event.prune else "does not prune (--no-prune)"
+            return (
+                f"inventory: Secret {event.namespace}/{event.name} (name from {event.source}); "
+                f"this run {prune}"
+            )
         case StepStart():
             waits = "waits" if event.wait else "no wait"
             timeout = seconds(event.timeout)
-            return f"step {event.step} {event.name}: {event.objects} object(s), timeout {timeout}, {waits}"
+            return (
+                f"step {event.step} {event.step_name}: {event.objects} object(s), timeout {timeout}, {waits}"
+            )
         case Apply():
-            return f"  {event.object}: {event.action}" + (f" ({event.detail})" if event.detail else "")
+            action = action_text(event.action, event.dry_run)
+            return f"  {event.object}: {action}" + (f" ({event.detail})" if event.detail else "")
         case Status():
             return f"  {event.object}: {event.state}: {event.message} [{elapsed(event.elapsed)}]"
         case Wait():
             return f"  waiting for {len(event.objects)} object(s), timeout {seconds(event.timeout)}"
         case StepDone():
-            return f"step {event.step} {event.name}: {event.result} in {elapsed(event.elapsed)}"
+            return f"step {event.step} {event.step_name}: {event.result} in {elapsed(event.elapsed)}"
         case Prune():
-            return f"prune {event.object}: {event.action}" + (f" ({event.detail})" if event.detail else "")
+            action = action_text(event.action, event.dry_run)
+            return f"prune {event.object}: {action}" + (f" ({event.detail})" if event.detail else "")
         case Lock():
             detail = f" ({event.detail})" if event.detail else ""
             return f"inventory lock {event.action}: {event.holder}{detail}"
@@ -64,23 +95,29 @@ def describe(event: Event) -> str:
     raise TypeError(f"not an event: {event!r}")
 
 
-def summary_line(result: Result) -> str:
+def summary_line(result: Result, dry_run: bool = False) -> str:
+    took = f" in {elapsed(result.elapsed)}"
     if result.ok:
-        pruned = f", pruned {len(result.pruned)}" if result.pruned else ""
-        return f"done: {result.steps_done} step(s), {len(result.applied)} object(s) applied{pruned}"
+        verb = "would change" if dry_run else "changed"
+        pruned = f", {'would prune' if dry_run else 'pruned'} {len(result.pruned)}" if result.pruned else ""
+        return (
+            f"done{' (server dry run)' if dry_run else ''}: {result.steps_done} step(s), "
+            f"{len(result.applied)} object(s) {verb}, {len(result.unchanged)} unchanged{pruned}{took}"
+        )
     message = str(result.error)
     if isinstance(result.error, Interrupted):
-        return message
+        return message  # it ends "run again to continue": the time would read as part of that
     if result.failed_step and not message.startswith("step "):
-        message = f"step {result.failed_step}: {message}"
+        message = f"step {result.failed_step_index} {result.failed_step}: {message}"
     if result.failed_step is None and result.steps_done == 0:
-        return f"failed: {message}; nothing applied"  # discovery, the inventory or its lock
-    return f"failed: {message}; later steps not applied, nothing pruned"
+        return f"failed: {message}; nothing applied{took}"  # discovery, the inventory or its lock
+    return f"failed: {message}; later steps not applied, nothing pruned{took}"
 
 
 class PlainPrinter:
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, dry_run: bool = False) -> None:
         self.out = out
+        self.dry_run = dry_run
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, Error):
@@ -89,7 +126,7 @@ class PlainPrinter:
         self.out.flush()
 
     def summary(self, result: Result) -> None:
-        self.out.write(safe_line(summary_line(result)) + "\n")
+        self.out.write(safe_line(summary_line(result, self.dry_run)) + "\n")
         self.out.flush()
 
     def close(self) -> None:
@@ -110,11 +147,14 @@ class JsonPrinter:
         data = {
             "type": "result",
             "ok": result.ok,
-            "failedStep": result.failed_step,
+            "failedStep": result.failed_step_index,
+            "failedStepName": result.failed_step,
             "error": str(result.error) if result.error else None,
             "steps": result.steps_done,
             "applied": result.applied,
+            "unchanged": result.unchanged,
             "pruned": result.pruned,
+            "elapsed": round(result.elapsed, 3),
         }
         self.out.write(json.dumps(data, separators=(",", ":")) + "\n")
         self.out.flush()
@@ -131,10 +171,15 @@ class TtyPrinter:
     redrawn in place; finished steps scroll up as plain lines."""
 
     def __init__(
-        self, out: TextIO, clock: Callable[[], float] = time.monotonic, refresh: float = 0.25
+        self,
+        out: TextIO,
+        clock: Callable[[], float] = time.monotonic,
+        refresh: float = 0.25,
+        dry_run: bool = False,
     ) -> None:
         self.out = out
         self.clock = clock
+        self.dry_run = dry_run
         self._lock = threading.Lock()
         self._drawn = 0
         self._step: StepStart | None = None
@@ -153,7 +198,7 @@ class TtyPrinter:
         if isinstance(event, StepStart):
             self._step, self._started, self._rows = event, self.clock(), {}
         elif isinstance(event, Apply):
-            self._rows[event.object] = (event.action, event.detail)
+            self._rows[event.object] = (action_text(event.action, event.dry_run), event.detail)
         elif isinstance(event, Status):
             self._rows[event.object] = (event.state, event.message)
         elif isinstance(event, StepDone):
@@ -162,7 +207,7 @@ class TtyPrinter:
             for obj, (state, message) in self._rows.items():
                 self.out.write(safe_line(f"  {obj}: {state}" + (f": {message}" if message else "")) + "\n")
             self._step, self._rows = None, {}
-        elif isinstance(event, Prune | Lock):
+        elif isinstance(event, Prune | Lock | Inventory):
             self._clear()
             self.out.write(safe_line(describe(event)) + "\n")
 
@@ -171,7 +216,7 @@ class TtyPrinter:
             return []
         step = self._step
         progress = f"{elapsed(self.clock() - self._started)} / {seconds(step.timeout)}"
-        header = safe_line(f"> step {step.step} {step.name}   {progress}")
+        header = safe_line(f"> step {step.step} {step.step_name}   {progress}")
         names = {obj: safe_line(obj) for obj in self._rows}
         width = max((len(name) for name in names.values()), default=0)
         rows = [
@@ -202,19 +247,19 @@ class TtyPrinter:
     def summary(self, result: Result) -> None:
         with self._lock:
             self._clear()
-            self.out.write(safe_line(summary_line(result)) + "\n")
+            self.out.write(safe_line(summary_line(result, self.dry_run)) + "\n")
             self.out.flush()
 
     def close(self) -> None:
         self._stop.set()
 
 
-def make_printer(output: str, out: TextIO) -> Printer:
+def make_printer(output: str, out: TextIO, dry_run: bool = False) -> Printer:
     if output == "json":
         return JsonPrinter(out)
     if out.isatty():
-        return TtyPrinter(out)
-    return PlainPrinter(out)
+        return TtyPrinter(out, dry_run=dry_run)
+    return PlainPrinter(out, dry_run)
 
 
 def plan_data(plan: Plan) -> dict[str, Any]:

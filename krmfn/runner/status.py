@@ -88,7 +88,10 @@ def _job(obj: dict[str, Any]) -> Health:
         return Health("current", f"success criteria met ({succeeded} succeeded); remaining pods stopping")
     if _is_true(conds.get("Suspended")) or (obj.get("spec") or {}).get("suspend") is True:
         return Health("in-progress", "suspended: waiting for it to be resumed (spec.suspend: false)")
-    text = f"running: {_int(status, 'active')} active, {succeeded} succeeded, {_int(status, 'failed')} failed"
+    # Only the counts there are: a Job the controller has not looked at yet has none, and "0 active,
+    # 0 succeeded, 0 failed" would read as if it had run and done nothing.
+    counts = [f"{_int(status, k)} {k}" for k in ("active", "succeeded", "failed") if _int(status, k)]
+    text = "running: " + ", ".join(counts) if counts else "waiting for its first pod"
     if status.get("failedIndexes"):
         text += f" (failed indexes: {status['failedIndexes']}; other indexes go on)"
     return Health("in-progress", text)

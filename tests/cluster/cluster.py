@@ -31,7 +31,7 @@ from lightkube import ApiError, Client, KubeConfig, codecs
 from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
-from lightkube.resources.core_v1 import Namespace, Node, ServiceAccount
+from lightkube.resources.core_v1 import Namespace, Node, Pod, ServiceAccount
 
 HERE = Path(__file__).resolve().parent
 BUILD_SH = HERE / "build.sh"
@@ -336,8 +336,15 @@ class Cluster:
         crash would. ``down_for``: seconds it stays stopped before the restart (a new server may take
         writes before /readyz answers, so the returned figure alone does not bound the outage). etcd
         keeps the state; the controllers and kwok reconnect by themselves."""
+        return self.restart("kube-apiserver", grace=grace, timeout=timeout, down_for=down_for)
+
+    def restart(self, name: str, grace: float = 0.0, timeout: float = 60, down_for: float = 0.0) -> float:
+        """Restarts one component (``etcd``, ``kube-apiserver``, ``kube-controller-manager``, ...) with
+        the same flags, as restart_apiserver does; returns once kube-apiserver's /readyz answers again
+        (it checks etcd too), with the seconds since the stop. A restarted controller-manager or
+        scheduler is not waited for: it resumes its work when it has re-listed."""
         started = time.monotonic()
-        proc = self.procs.pop("kube-apiserver")
+        proc = self.procs.pop(name)
         if grace > 0:
             proc.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -345,10 +352,32 @@ class Cluster:
         proc.kill()  # no-op once it has exited
         proc.wait()
         time.sleep(down_for)
-        binary, *args = self._argv["kube-apiserver"]
+        binary, *args = self._argv[name]
         self._start(Path(binary), *args)
-        wait_until("kube-apiserver /readyz after a restart", self._apiserver_ready, timeout)
+        wait_until(f"kube-apiserver /readyz after a restart of {name}", self._apiserver_ready, timeout)
+        if name in ("etcd", "kube-apiserver"):
+            self._resync_pods()
         return time.monotonic() - started
+
+    def _resync_pods(self) -> None:
+        """kwok, our kubelet, drops a pod's stage when the API server answers its status patch with an
+        error it does not retry (a 500 "rpc error: Unavailable" while etcd restarts, a reset connection
+        while the API server dies): the pod then stays Running for ever. A real kubelet's sync loop
+        writes the status again; here every pod that is not terminal is touched, which makes kwok play
+        its stage again, as that sync loop would."""
+        client = self.client()
+        stamp = str(time.time_ns())
+        for pod in client.list(Pod, namespace="*"):
+            phase = pod.status.phase if pod.status else None
+            if phase in ("Succeeded", "Failed") or not pod.metadata or pod.metadata.deletionTimestamp:
+                continue
+            with contextlib.suppress(ApiError):  # gone meanwhile
+                client.patch(
+                    Pod,
+                    str(pod.metadata.name),
+                    {"metadata": {"annotations": {"test.krmfn.dev/kubelet-resync": stamp}}},
+                    namespace=pod.metadata.namespace,
+                )
 
     def start_flux_operator(self, timeout: float = 90) -> None:
         """Builds the Flux Operator if needed, installs its CRDs (server-side apply) and starts it against

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import httpx2
 from lightkube import ApiError, Client
@@ -18,7 +19,7 @@ from krmfn.runner.applyset import applyset_id
 from krmfn.yamlio import load_all_fast
 
 from .objects import annotations_of, exists, meta
-from .runner_fixtures import Apply, configmap, deployment, job
+from .runner_fixtures import Apply, configmap, deployment, inventory_problems, job
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 
 TESTDATA = Path(__file__).parent / "testdata"
@@ -146,7 +147,7 @@ def test_server_dry_run_validates_without_changing_anything(
 ) -> None:
     out = apply([configmap("a", 0), deployment("web", 1), job("migrate", 2)], "--dry-run=server")
     assert out.code == 0, out.error
-    assert {e["action"] for e in out.of("apply")} == {"dry-run"}
+    assert {(e["action"], e["dryRun"]) for e in out.of("apply")} == {("created", True)}
     assert not exists(kube_client, ConfigMap, "a", namespace)
     assert not exists(kube_client, Deployment, "web", namespace)
     assert not exists(kube_client, Secret, "krmfn", namespace)
@@ -211,7 +212,108 @@ def test_unreachable_api_server_is_one_clear_line(namespace: str, tmp_path: Path
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(["apply", "-f", str(manifest), "--kubeconfig", str(kubeconfig), "-n", namespace,
-                     "--retry-timeout", "1s"])  # fmt: skip
+                     "--retry-timeout", "1s", "--applyset", "krmfn"])  # fmt: skip
     assert code == 1
     assert "cannot reach the API server at https://127.0.0.1:1" in out.getvalue()
     assert "Traceback" not in out.getvalue() + err.getvalue()
+
+
+# --- whose inventory it is: two apps in one namespace ---------------------------------------------------
+
+
+def app(name: str, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``docs`` as set-steps with ``app: name`` leaves them."""
+    for doc in docs:
+        doc["metadata"].setdefault("annotations", {})["krmfn.dev/app"] = name
+    return docs
+
+
+def test_two_apps_in_one_namespace_never_prune_each_other(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    def shop() -> list[dict[str, Any]]:
+        return app("shop", [configmap("shop-config", 0, k="v1"), deployment("shop", 1)])
+
+    def cart() -> list[dict[str, Any]]:
+        return app("cart", [configmap("cart-config", 0), deployment("cart", 1)])
+
+    first = apply(shop())
+    assert first.code == 0, first.error
+    assert first.of("inventory") == [{"type": "inventory", "name": "shop", "namespace": namespace,
+                                      "source": "krmfn.dev/app", "prune": True}]  # fmt: skip
+    second = apply(cart())
+    assert second.code == 0, second.error
+    assert second.of("prune") == []  # before, both shared default/krmfn: this run deleted the shop
+    for name in ("shop-config", "cart-config"):
+        assert exists(kube_client, ConfigMap, name, namespace)
+    for name in ("shop", "cart"):
+        assert exists(kube_client, Deployment, name, namespace)
+        assert exists(kube_client, Secret, name, namespace)  # each app's own inventory
+
+    # A script that names the cart after the shop's inventory is refused before anything is applied.
+    for flags in ((), ("--dry-run=server",)):
+        clash = apply(app("cart", [configmap("cart-config-v2", 0)]), "--applyset", "shop", *flags)
+        assert clash.code == 1
+        assert clash.error.startswith(
+            f"the inventory {namespace}/shop (--applyset) holds 2 object(s) this render does not have ("
+            f"ConfigMap {namespace}/shop-config, Deployment.apps {namespace}/shop"
+        ), clash.error
+        assert "pass --adopt to take the inventory over and prune them; nothing was applied" in clash.error
+        assert clash.of("apply") == [] and clash.of("prune") == []
+    assert not exists(kube_client, ConfigMap, "cart-config-v2", namespace)
+    assert exists(kube_client, Deployment, "shop", namespace)
+    assert inventory_problems(kube_client, namespace, "shop") == []  # the refusal released the lock
+
+    # The shop again: nothing changed, so nothing is reported changed; a server dry run says what would.
+    again = apply(shop())
+    assert again.code == 0, again.error
+    assert set(again.actions().values()) == {"unchanged"}, again.actions()
+    assert again.result["applied"] == [] and len(again.result["unchanged"]) == 2
+    changed = shop()
+    changed[0]["data"] = {"k": "v2"}
+    dry = apply(changed, "--dry-run=server")
+    assert dry.code == 0, dry.error
+    assert {e["object"]: (e["action"], e["dryRun"]) for e in dry.of("apply")} == {
+        f"ConfigMap {namespace}/shop-config": ("configured", True),
+        f"Deployment.apps {namespace}/shop": ("unchanged", True),
+    }
+    assert kube_client.get(ConfigMap, "shop-config", namespace=namespace).data == {"k": "v1"}
+
+
+def test_namespaces_no_longer_rendered_are_kept_unless_asked_for(
+    apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    from lightkube.resources.core_v1 import Namespace
+
+    extra = f"{namespace}-extra"
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": extra}}
+    assert apply([ns, configmap("a", 0)]).code == 0
+    kept = apply([configmap("a", 0)])
+    assert kept.code == 0, kept.error
+    assert [(e["object"], e["action"]) for e in kept.of("prune")] == [(f"Namespace {extra}", "kept")]
+    assert "pass --prune-namespaces to prune it" in kept.of("prune")[0]["detail"]
+    assert kube_client.get(Namespace, extra).metadata is not None  # still there
+    pruned = apply([configmap("a", 0)], "--prune-namespaces")
+    assert [(e["object"], e["action"]) for e in pruned.of("prune")] == [(f"Namespace {extra}", "deleted")]
+
+
+def test_an_inventory_namespace_that_does_not_exist_is_named(
+    kubeconfig: Path, namespace: str, tmp_path: Path
+) -> None:
+    import contextlib
+    import io
+
+    from krmfn.runner.cli import main
+
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["apply", "-f", str(manifest), "--kubeconfig", str(kubeconfig), "-n", f"{namespace}-nope",
+                     "--applyset", "shop"])  # fmt: skip
+    assert code == 1
+    last = out.getvalue().splitlines()[-1]
+    assert last.startswith(
+        f"failed: the inventory Secret shop lives in namespace {namespace}-nope, which does not exist: "
+        "create it first, or pass -n; nothing applied"
+    ), last

@@ -38,7 +38,9 @@ def test_staged_deploy_runs_migration_then_rollout_then_warmup(
     assert out.step_results() == [("step0", "healthy"), ("step1", "healthy"), ("step2", "healthy")]
     # Each step's first apply comes only after the previous step was reported healthy.
     kinds = [
-        (e["type"], e.get("object", e.get("name"))) for e in out.events if e["type"] in ("apply", "step-done")
+        (e["type"], e.get("object", e.get("stepName")))
+        for e in out.events
+        if e["type"] in ("apply", "step-done")
     ]
     assert kinds == [
         ("apply", f"Job.batch {namespace}/db-migration"),
@@ -68,7 +70,7 @@ def test_failing_migration_stops_the_sequence(apply: Apply, kube_client: Client,
     assert not exists(kube_client, Deployment, "web", namespace)
     assert not exists(kube_client, Job, "cache-warmup", namespace)
     assert out.result["ok"] is False
-    assert out.result["failedStep"] == "step0"
+    assert (out.result["failedStep"], out.result["failedStepName"]) == (0, "step0")
 
 
 def test_step_timeout_fails_the_step_and_names_what_was_pending(
@@ -109,7 +111,7 @@ def test_interrupted_run_stops_cleanly_and_a_rerun_finishes_without_rerunning_jo
     manifest = tmp_path / "staged.yaml"
     manifest.write_text(dump_all_fast(docs))
     argv = [str(Path(sys.executable).parent / "krmfn"), "apply", "-f", str(manifest), "-n", namespace,
-            "--kubeconfig", str(kubeconfig), "-o", "json"]  # fmt: skip
+            "--kubeconfig", str(kubeconfig), "-o", "json", "--applyset", "krmfn"]  # fmt: skip
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
     )
@@ -138,7 +140,7 @@ def test_sigterm_exits_143(kubeconfig: Path, namespace: str, tmp_path: Path) -> 
     manifest = tmp_path / "slow.yaml"
     manifest.write_text(dump_all_fast([job("slow", 0, slow="1h"), job("after", 1)]))
     argv = [str(Path(sys.executable).parent / "krmfn"), "apply", "-f", str(manifest), "-n", namespace,
-            "--kubeconfig", str(kubeconfig)]  # fmt: skip
+            "--kubeconfig", str(kubeconfig), "--applyset", "krmfn"]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from krmfn.kobj import is_kustomization
 from krmfn.limits import Limits
 from krmfn.resourcelist import item_problem, parse
 from krmfn.yamlio import Mode, load, plain
@@ -65,7 +66,11 @@ def output_problems(
         rl = parse(text, mode, Limits())
     except Exception as err:
         return [f"output is not a valid ResourceList: {err}"]
-    problems = [f"items[{i}]: {p}" for i, item in enumerate(rl.items) if (p := item_problem(item))]
+    problems = [
+        f"items[{i}]: {p}"
+        for i, item in enumerate(rl.items)
+        if not is_kustomization(item) and (p := item_problem(item))
+    ]
     if raw is not None and not isinstance(raw, list):
         problems.append("results is not a list")
     results = raw if isinstance(raw, list) else []

@@ -176,5 +176,5 @@ def test_memory_bombs_fail_cleanly_within_one_gib(expression: str) -> None:
     run = run_cli("render-inputs", _resource_list(expression, "/nonexistent").encode(), memory=ONE_GIB)
     stderr = run.stderr.decode()
     assert run.code == 1
-    assert "data.x" in stderr
+    assert "data.x" in run.stdout.decode()  # the error result, in the output ResourceList
     assert "Traceback" not in stderr and "MemoryError" not in stderr and "internal error" not in stderr

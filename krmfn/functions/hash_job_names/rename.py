@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from krmfn import ResourceList, select
-from krmfn.functions.hash_job_names.naming import derived_from, hashed_name, name_problems_of, spec_hash
+from krmfn.functions.hash_job_names.naming import hashed_name, name_problems_of, spec_hash, unhashed
 from krmfn.functions.hash_job_names.references import Renames, rewrite_references
 from krmfn.k8snames import indexed_completions, name_problems
 from krmfn.kobj import (
@@ -18,7 +18,9 @@ from krmfn.kobj import (
     set_annotation,
     set_scalar,
 )
+from krmfn.kustomize_names import Names, final_name, name_fields, record_rename
 from krmfn.selector import JOB_BASE_NAME
+from krmfn.yamlio import plain
 
 if TYPE_CHECKING:
     from krmfn.functions.hash_job_names import HashJobNamesConfig
@@ -34,6 +36,7 @@ def is_kind(obj: Obj, kind: str) -> bool:
 class Run:
     def __init__(self, rl: ResourceList) -> None:
         self.rl = rl
+        self.names = Names(rl.items)
         self.renames = Renames()
         self.renamed = 0
         self.current = 0
@@ -62,8 +65,9 @@ class Run:
             )
             return
         recorded = notes.get(JOB_BASE_NAME)
-        from_note = isinstance(recorded, str) and bool(recorded) and derived_from(name, str(recorded))
-        base = str(recorded) if from_note else name
+        stripped = unhashed(name, recorded) if isinstance(recorded, str) and recorded else None
+        from_note = stripped is not None and stripped == recorded
+        base = stripped or name
         if mode == "disabled":
             self.opt_out(obj, name, base)
             return
@@ -71,7 +75,7 @@ class Run:
         if not isinstance(spec, dict):
             self.rl.results.error("a Job needs a spec mapping to hash its name from", obj, field="spec")
             return
-        new = hashed_name(base, spec_hash(spec))
+        new = hashed_name(base, spec_hash(self.final_spec(obj)))
         problems = name_problems_of(base, new, indexed_completions(spec))
         if problems:
             field = f"metadata.annotations.{JOB_BASE_NAME}" if from_note else "metadata.name"
@@ -87,6 +91,17 @@ class Run:
             self.rename(obj, name, base, new)
             self.renamed += 1
         set_annotation(obj, JOB_BASE_NAME, base)
+
+    def final_spec(self, obj: Obj) -> Any:
+        """The spec as it will be applied: every name reference kustomize will rewrite (a generated
+        ConfigMap's hash suffix, a ServiceAccount's namePrefix) already rewritten, so the hash is the
+        same inside a kustomization and in a pipe after the build."""
+        copy = plain(obj)
+        for field in name_fields(copy):
+            target = self.names.resolve(obj, field.target, field.value)
+            if target is not None:
+                field.parent[field.key] = final_name(target)
+        return copy["spec"]
 
     def opt_out(self, obj: Obj, name: str, base: str) -> None:
         """An opted-out Job goes back to its base name, so turning hashing off is undone in place too."""
@@ -110,6 +125,7 @@ class Run:
         return False
 
     def rename(self, obj: Obj, name: str, base: str, new: str) -> None:
+        record_rename(obj)  # inside kustomize: an overlay's patch for `migrate` still finds it
         set_scalar(metadata(obj), "name", new)
         self.renames.add(ref_of(obj).namespace, name, base, new)
 

@@ -9,16 +9,10 @@ from krmfn import ResourceList, select
 from krmfn.errors import ConfigError
 from krmfn.functions.set_config_checksum.digest import checksum
 from krmfn.functions.set_config_checksum.keyed import keyed, load_key
-from krmfn.functions.set_config_checksum.podtemplates import PodTemplate, TemplatePath, pod_templates
-from krmfn.functions.set_config_checksum.references import (
-    KINDS,
-    AnnotationError,
-    ConfigRef,
-    annotation_refs,
-    merge,
-    spec_refs,
-)
+from krmfn.functions.set_config_checksum.references import KINDS, AnnotationError, annotation_refs, merge
 from krmfn.kobj import Obj, annotations_of, is_local_config, ref_of, remove_annotation, set_annotation
+from krmfn.kustomize_names import CONFIGMAP, SECRET, Names, names_of, rewritten_fields
+from krmfn.podtemplates import ConfigRef, PodTemplate, TemplatePath, pod_templates, spec_refs
 
 if TYPE_CHECKING:
     from krmfn.functions.set_config_checksum import SetConfigChecksumConfig
@@ -71,11 +65,14 @@ class Run:
         self.config = config
         self.index = index_config(rl.items)
         self.local = index_config(rl.items, local=True)
+        # References resolve as kustomize's name-reference step will resolve them (the same inside a
+        # kustomization, where names are not final yet, and in a pipe after the build).
+        self.names = Names(obj for obj in rl.items if not is_local_config(obj))
         self.extra = [TemplatePath(p.kind, p.path, p.api_version) for p in config.pod_template_paths]
         self.annotated = 0
         self.removed = 0
         self.missing = 0
-        self.hashed: set[Key] = set()
+        self.hashed: set[int] = set()
 
     def visit(self, obj: Obj) -> None:
         namespace = ref_of(obj).namespace
@@ -85,19 +82,21 @@ class Run:
             except AnnotationError as err:
                 self.rl.results.error(str(err), obj, field=err.field)
                 continue
-            found = [self.resolve(obj, ref) for ref in refs]
-            present = [target for target in found if target is not None]
+            rewritten = rewritten_fields(obj)
+            found = [self.resolve(obj, ref, ref.field in rewritten) for ref in refs]
+            present = list({id(target): target for target in found if target is not None}.values())
             if present:
                 _metadata_first(template.template)
                 set_annotation(template.template, CHECKSUM, self.digest(present))
                 self.annotated += 1
-                self.hashed.update(ref.key for ref in refs if ref.key in self.index)
+                self.hashed.update(id(target) for target in present)
             elif remove_annotation(template.template, CHECKSUM):
                 # A checksum over nothing would be stale; dropping it keeps the output a function of input.
                 self.removed += 1
 
-    def resolve(self, obj: Obj, ref: ConfigRef) -> Obj | None:
-        target = self.index.get(ref.key)
+    def resolve(self, obj: Obj, ref: ConfigRef, rewritten: bool) -> Obj | None:
+        kind = CONFIGMAP if ref.kind == "ConfigMap" else SECRET
+        target = self.names.resolve(obj, kind, ref.name, rewritten, ref.namespace)
         if target is not None:
             return target
         self.missing += 1
@@ -126,6 +125,16 @@ class Run:
             return f"; a {ref.kind} of that name is in namespace(s) {', '.join(elsewhere)}"
         if ref.key in self.local:
             return f"; a {ref.kind} of that name is local config, which is not deployed"
+        renamed = sorted(
+            f"{ns}/{name}" if ns else name
+            for (kind, ns, name), obj in self.index.items()
+            if kind == ref.kind and ref.name in names_of(obj)
+        )
+        if renamed:
+            return (
+                f"; kustomize renamed it to {', '.join(renamed)}, and does not rewrite names in this field "
+                "(reference it by its final name)"
+            )
         return ""
 
     def digest(self, objects: list[Obj]) -> str:

@@ -1,7 +1,8 @@
 """The checksum of a set of ConfigMaps and Secrets: sha256 over one canonical JSON document.
 
-Objects are sorted by kind, namespace and name, and JSON keys are sorted, so neither the order of the
-references nor the order of keys in ``data`` changes the result. A Secret's ``stringData`` is merged into
+Each object counts by its kind and content only (not its name: see ``content``); entries are sorted and
+JSON keys are sorted, so neither the order of the references nor the order of keys in ``data`` changes
+the result. A Secret's ``stringData`` is merged into
 ``data`` the way the API server does, so writing the same Secret either way gives the same checksum.
 """
 
@@ -33,7 +34,10 @@ def _secret_bytes(value: Any) -> Any:
 def content(obj: Obj) -> dict[str, Any]:
     """What of a ConfigMap or Secret reaches the pod: its payload and, for a Secret, its type."""
     ref = ref_of(obj)
-    found: dict[str, Any] = {"kind": ref.kind, "namespace": ref.namespace, "name": ref.name}
+    # Not the name or namespace: inside a kustomization they are not final yet (a namePrefix or a
+    # generator's hash suffix comes later), and the checksum must not depend on where it is computed.
+    # A pod that switches to another object sees its own template change anyway.
+    found: dict[str, Any] = {"kind": ref.kind}
     data, binary, string_data = (plain(obj.get(key)) for key in ("data", "binaryData", "stringData"))
     if ref.kind != "Secret":
         found.update(data=data or {}, binaryData=binary or {})
@@ -52,6 +56,8 @@ def content(obj: Obj) -> dict[str, Any]:
 
 
 def checksum(objects: list[Obj]) -> str:
-    entries = sorted((content(obj) for obj in objects), key=lambda e: (e["kind"], e["namespace"], e["name"]))
-    text = json.dumps(entries, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    entries = sorted(
+        json.dumps(content(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False) for obj in objects
+    )
+    text = "[" + ",".join(entries) + "]"
     return PREFIX + hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -8,7 +8,7 @@ the final step) for the runner; optionally ``config.kubernetes.io/depends-on`` f
 from __future__ import annotations
 
 from krmfn import Function, ResourceList
-from krmfn.functions.set_steps import dependson, runner_annotations
+from krmfn.functions.set_steps import dependson, ordering, runner_annotations
 from krmfn.functions.set_steps.annotate import plan_depends_on, write_steps
 from krmfn.functions.set_steps.config import SetStepsConfig, Step
 from krmfn.functions.set_steps.plan import assign
@@ -16,6 +16,8 @@ from krmfn.jobspec import ttl_warning
 from krmfn.kobj import is_local_config, set_annotation
 
 __all__ = ["FUNCTION", "SetStepsConfig", "Step", "main"]
+APP = "krmfn.dev/app"
+"""The app's name, which ``krmfn apply`` names its inventory after (docs/runner.md)."""
 
 
 def set_steps(rl: ResourceList, config: SetStepsConfig) -> None:
@@ -23,15 +25,21 @@ def set_steps(rl: ResourceList, config: SetStepsConfig) -> None:
         if not is_local_config(obj):
             runner_annotations.check(obj, rl.results)
     groups = assign(rl.items, config, rl.results)
+    scopes = dependson.Scopes(rl.items, config.cluster_scoped_kinds)
+    ordering.unmatched_selectors(rl.items, config, rl.results)
+    ordering.check(groups, config, scopes, rl.results)
     depends_on = []
     if "depends-on" in config.emit:
-        scopes = dependson.Scopes(rl.items, config.cluster_scoped_kinds)
         depends_on = plan_depends_on(groups, scopes, rl.results)
     if rl.results.has_errors:
         # All or nothing: a half-annotated package would deploy in a partly wrong order.
         rl.results.info("annotated no resource: fix the errors above")
         return
     write_steps(groups, config)
+    if config.app:
+        for group in groups:
+            for obj in group:
+                set_annotation(obj, APP, config.app)
     for obj, value in depends_on:
         set_annotation(obj, dependson.ANNOTATION, value)
     for index, (step, group) in enumerate(zip(config.steps, groups, strict=True)):
@@ -67,6 +75,7 @@ FUNCTION = Function(
 apiVersion: fn.krmfn.dev/v1alpha1
 kind: SetSteps
 metadata: {name: staged}
+app: shop
 wait: true
 defaultStep: deploy
 steps:

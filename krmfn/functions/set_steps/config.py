@@ -12,6 +12,7 @@ from krmfn.errors import ConfigError
 
 MAX_STEPS = 20  # as in Flux Operator's ResourceSet .spec.steps
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 Emit = Literal["depends-on", "argocd"]
 
@@ -51,6 +52,14 @@ class SetStepsConfig:
         default=True,
         metadata={"help": "health-check the final step too (krmfn.dev/wait on its resources)"},
     )
+    app: str = field(
+        default="",
+        metadata={
+            "help": "the app's name, written as krmfn.dev/app on every resource; krmfn apply names its "
+            "inventory (the ApplySet that prune works from) after it",
+            "example": "shop",
+        },
+    )
     emit: list[Emit] = field(
         default_factory=list,
         metadata={
@@ -84,6 +93,12 @@ class SetStepsConfig:
         if self.default_step and self.default_step not in seen:
             raise ConfigError(
                 f"unknown step {self.default_step!r}; steps: {', '.join(seen)}", f"{prefix}defaultStep"
+            )
+        if self.app and (len(self.app) > 253 or not _DNS_SUBDOMAIN.match(self.app)):
+            raise ConfigError(
+                f"app {self.app!r} is not a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', "
+                "starting and ending with a letter or digit, at most 253 characters): it names a Secret",
+                f"{prefix}app",
             )
         if len(set(self.emit)) != len(self.emit):
             raise ConfigError("each value may appear once", f"{prefix}emit")

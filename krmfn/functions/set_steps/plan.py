@@ -1,4 +1,10 @@
-"""Which step each resource belongs to: a pinned ``krmfn.dev/step`` first, then selectors, then default."""
+"""Which step each resource belongs to: a user's pin (``krmfn.dev/step-pin``) first, then selectors, then
+the default step.
+
+``krmfn.dev/step`` is set-steps' own output, never an input: after ``kpt fn render`` writes it back into
+the package, the next render still follows the config, so changing a selector moves the resource. Only
+``krmfn.dev/step-pin``, which set-steps never writes, keeps a resource in a step against the selectors.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from krmfn.results import Results
 from krmfn.selector import matches_any
 
 STEP = "krmfn.dev/step"
+STEP_PIN = "krmfn.dev/step-pin"
 
 
 def assign(items: Iterable[Obj], config: SetStepsConfig, results: Results) -> list[list[Obj]]:
@@ -21,24 +28,25 @@ def assign(items: Iterable[Obj], config: SetStepsConfig, results: Results) -> li
         if is_local_config(obj):
             continue
         notes = annotations_of(obj)
-        if STEP in notes:
-            pinned = str(notes[STEP])
+        if STEP_PIN in notes:
+            pinned = str(notes[STEP_PIN])
             if pinned in index_of:
                 groups[index_of[pinned]].append(obj)
             else:
                 results.error(
                     f"unknown step {pinned!r}; steps: {names}",
                     obj,
-                    field=f"metadata.annotations.{STEP}",
+                    field=f"metadata.annotations.{STEP_PIN}",
                     current_value=pinned,
                 )
             continue
+        before = len(results)
         matched = [i for i, step in enumerate(config.steps) if matches_any(step.selectors, obj)]
         if len(matched) > 1:
             both = " and ".join(repr(config.steps[i].name) for i in matched)
             results.error(
                 f"matches the selectors of steps {both}; narrow the selectors or pin the resource "
-                f"with the annotation {STEP}",
+                f"with the annotation {STEP_PIN}",
                 obj,
                 field="metadata",
             )
@@ -49,8 +57,26 @@ def assign(items: Iterable[Obj], config: SetStepsConfig, results: Results) -> li
         else:
             results.error(
                 f"matches no step's selectors and defaultStep is not set; set defaultStep, add a "
-                f"selector, or pin the resource with the annotation {STEP}",
+                f"selector, or pin the resource with the annotation {STEP_PIN}",
                 obj,
                 field="metadata",
             )
+        if len(results) == before:
+            _note_move(obj, notes, groups, config, results)
     return groups
+
+
+def _note_move(
+    obj: Obj, notes: dict[str, object], groups: list[list[Obj]], config: SetStepsConfig, results: Results
+) -> None:
+    """An info result when the config moves a resource out of the step an earlier render wrote: that
+    annotation is set-steps' own, so it follows the config (a user keeps a step with the pin)."""
+    earlier = notes.get(STEP)
+    now = next(config.steps[i].name for i, group in enumerate(groups) if group and group[-1] is obj)
+    if earlier is not None and str(earlier) != now:
+        results.info(
+            f"moves from step {str(earlier)!r} (an earlier render) to {now!r}, as the config says; "
+            f"to keep a resource in a step whatever the selectors say, annotate it {STEP_PIN}",
+            obj,
+            field=f"metadata.annotations.{STEP}",
+        )

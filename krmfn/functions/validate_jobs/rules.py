@@ -13,6 +13,7 @@ from krmfn.duration import SECOND, parse_duration
 from krmfn.functions.validate_jobs import api
 from krmfn.functions.validate_jobs.cron import ScheduleError, check_schedule
 from krmfn.functions.validate_jobs.timezones import zone_problem
+from krmfn.jobhash import name_hash, spec_hash
 from krmfn.k8snames import indexed_completions, name_findings
 from krmfn.kobj import Obj, annotations_of, get_path
 
@@ -41,6 +42,9 @@ RULES: dict[str, Rule] = {
         "warning", "the Job controller's back-off before the last retry is longer than the step's timeout"
     ),
     "concurrency-policy-default": Rule("warning", "CronJob without an explicit concurrencyPolicy"),
+    "name-hash-mismatch": Rule(
+        "error", "a hashed Job name whose hash is not its spec's (the Job changed after hash-job-names)"
+    ),
 }
 
 JOB_BASE_NAME = "krmfn.dev/job-base-name"
@@ -87,6 +91,7 @@ def check(obj: Obj) -> Iterator[Finding]:
         )
     yield from _recreate(obj)
     if kind == "Job":
+        yield from _name_hash(obj)
         yield from _ttl(obj)
         yield from _deadline(obj)
         yield from _backoff(obj)
@@ -136,6 +141,27 @@ def _recreate(obj: Obj) -> Iterator[Finding]:
             "whatever it did before failing; if it is safe to repeat, acknowledge with the annotation "
             f'{IDEMPOTENT}: "true"',
             f"metadata.annotations.{enabled[0]}",
+        )
+
+
+def _name_hash(obj: Obj) -> Iterator[Finding]:
+    name, base, spec = get_path(obj, "metadata.name"), annotations_of(obj).get(JOB_BASE_NAME), obj.get("spec")
+    if not isinstance(name, str) or not isinstance(base, str) or not base or not isinstance(spec, dict):
+        return
+    carried = name_hash(name, base)
+    if carried is None:
+        return  # renamed by hand since: hash-job-names takes the new name as the base next time
+    actual = spec_hash(spec)
+    if carried != actual:
+        yield Finding(
+            "name-hash-mismatch",
+            f"the name's hash {carried} does not match the spec, which hashes to {actual}: something "
+            "changed the Job after hash-job-names named it (an overlay's image, label or patch), so a "
+            "changed Job keeps an old name and the apply fails on the immutable spec, or an unchanged "
+            "name hides a change; run hash-job-names after every transformer that changes the Job (in "
+            "the overlay, after set-image and set-config-checksum)",
+            "metadata.name",
+            name,
         )
 
 
