@@ -24,4 +24,3 @@ def load(name: str) -> Function[Any]:
         raise KeyError(name)
     found: Function[Any] = importlib.import_module(module).FUNCTION
     return found
-
