@@ -52,7 +52,9 @@ from krmfn.runner.events import (
 from krmfn.runner.events import Inventory as InventoryEvent
 from krmfn.runner.inventory import Inventory
 from krmfn.runner.lock import LEASE
+from krmfn.runner.members import foreign_inventory, list_members
 from krmfn.runner.plan import Item, Key, Plan, Step, key_of, kind_rank
+from krmfn.runner.runs import RunLog
 from krmfn.runner.status import Health, health
 from krmfn.runner.waiter import Watched, Watcher
 from krmfn.selector import JOB_BASE_NAME
@@ -72,8 +74,6 @@ GUARDED = {
         "prune_crds", "--prune-crds", "deleting a CRD deletes every custom resource of its kind"
     ),
 }  # fmt: skip
-SHARED_KINDS = frozenset({("", "Namespace"), ("apiextensions.k8s.io", "CustomResourceDefinition")})
-"""Kinds two apps often both render: sharing one of them does not make an inventory this app's."""
 POD_POLL = 1.0  # how often a wait lists the pods of a pending Job, to show failures as they happen
 
 
@@ -154,7 +154,9 @@ class Runner:
     ) -> None:
         self.api = api
         self.options = options
-        self.emit = emit
+        self._runlog = RunLog()
+        """The record of this run on the parent (runs.py), for ``krmfn status``."""
+        self.emit = self._runlog.observing(emit)
         self.clock = clock or SystemClock()
         self._signal: int | None = None
         self._resources: dict[Key, Resource] = {}
@@ -184,9 +186,14 @@ class Runner:
         try:
             try:
                 self._run(plan, result)
+            except RunnerError as err:
+                failed = plan.steps[self._step].name if 0 <= self._step < len(plan.steps) else None
+                self._runlog.end(err, failed)
+                raise
             finally:
                 if self._inventory is not None:
-                    self._inventory.abandon()  # releases the lock after a failure; nothing after close()
+                    # Releases the lock after a failure, recording how the run ended; nothing after close().
+                    self._inventory.abandon(self._parent if self._runlog.record is not None else None)
             result.ok = True
         except RunnerError as err:
             result.error = err
@@ -224,6 +231,7 @@ class Runner:
                 parent.group_kinds = {key.group_kind for key in members}
                 parent.namespaces = {key.namespace for key in members if key.namespace}
             self._during = "recording the inventory"
+            self._runlog.end(None, None)
             self._inventory_of().close(parent)
 
     def _resolve(self, plan: Plan) -> None:
@@ -275,6 +283,7 @@ class Runner:
             # every kind and namespace that may hold members.
             parent.group_kinds |= {it.key.group_kind for it in plan.items}
             parent.namespaces |= {it.key.namespace for it in plan.items if it.key.namespace}
+            self._runlog.start(parent, [str(it.key) for it in plan.items])
 
         self._during = "waiting for the inventory lock"
         # Members are applied only once the parent lists their kinds and this run holds the lock.
@@ -290,40 +299,19 @@ class Runner:
         kinds, namespaces = self._recorded
         members = self._members(parent, kinds, namespaces | {parent.namespace})
         self._before = {key_of(obj): obj for obj in members}
-        if not self.options.prune or self.options.adopt or not members:
+        if not self.options.prune or self.options.adopt:
             return
-        planned = {it.key for it in plan.items}
-        if any(k in planned for k in self._before if (k.group, k.kind) not in SHARED_KINDS):
-            return
-        foreign = sorted(k for k in self._before if k not in planned)
-        if not foreign:
-            return
-        shown = ", ".join(str(k) for k in foreign[:5]) + (
-            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        foreign = foreign_inventory(
+            parent, self.options.applyset_source, {it.key for it in plan.items}, self._before
         )
-        raise InventoryError(
-            f"the inventory {parent.namespace}/{parent.name} ({self.options.applyset_source}) holds "
-            f"{len(foreign)} object(s) this render does not have ({shown}) and none of the objects it "
-            "applies, so it looks like another app's: pruning would delete them. Give this app its own "
-            "inventory (--applyset NAME, or app: in set-steps' config), or, if this render replaces "
-            "that app, pass --adopt to take the inventory over and prune them; nothing was applied"
-        )
+        if foreign is not None:
+            raise InventoryError(f"{foreign}; nothing was applied")
 
     def _members(self, parent: Parent, kinds: set[str], namespaces: set[str]) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        if not parent.exists:
-            return found
-        for group_kind in sorted(kinds):
-            kind, _, group = group_kind.partition(".")
-            try:
-                res = self.api.resource_for_group_kind(group, kind)
-            except NoSuchKind:
-                continue
-            for namespace in sorted(namespaces) if res.namespaced else [""]:
-                self._check_stop()
-                key = Key(group, kind, namespace, "")
-                found.extend(self._call(key, self.api.list, res, namespace, f"{PART_OF}={parent.id}"))
-        return found
+        listed = list_members(
+            self.api, parent, kinds, namespaces, call=self._call, check_stop=self._check_stop
+        )
+        return [obj for obj, _ in listed]
 
     def _inventory_of(self) -> Inventory:
         assert self._inventory is not None, "the parent is opened before anything is written"
