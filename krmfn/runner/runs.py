@@ -121,7 +121,8 @@ class RunRecord:
         record.end = end if isinstance(end, str) else None
         record.failed_step = failed if isinstance(failed, str) else None
         record.error = error if isinstance(error, str) else None
-        for step in data.get("steps") or []:
+        steps = data.get("steps")
+        for step in steps if isinstance(steps, list) else []:
             if _is_step(step):
                 record.steps.append(StepRecord(step[0], float(step[1]), step[2]))
         elapsed = data.get("elapsed")
