@@ -21,6 +21,7 @@ from krmfn.errors import RunnerError
 from krmfn.runner.errors import Interrupted, SourceError
 from krmfn.runner.events import Error
 from krmfn.runner.identity import Identity, identify
+from krmfn.runner.parallel import DEFAULT_CONCURRENCY
 from krmfn.runner.plan import Plan, build_plan, check_applyset
 from krmfn.runner.printers import format_plan, make_printer, plan_data
 from krmfn.runner.source import kustomize_build, read_files
@@ -45,6 +46,15 @@ def _duration(text: str) -> float:
     if nanos <= 0:
         raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
     return nanos / SECOND
+
+
+MAX_CONCURRENCY = 64
+
+
+def _concurrency(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_CONCURRENCY:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_CONCURRENCY}: {text!r}")
+    return int(text)
 
 
 EXIT_CODES = {
@@ -165,6 +175,10 @@ def parser(command: str) -> argparse.ArgumentParser:
                        help="also prune CustomResourceDefinitions no longer rendered (deletes their custom "
                        "resources)")  # fmt: skip
     if command == "apply":
+        p.add_argument("--concurrency", type=_concurrency, default=DEFAULT_CONCURRENCY, metavar="N",
+                       help="apply requests in flight within a step, per group of one kind (Namespaces and "
+                       f"CRDs first, Jobs one at a time and last); 1: one at a time (default "
+                       f"{DEFAULT_CONCURRENCY})")  # fmt: skip
         p.add_argument("--wait-for-lock", type=_duration, default=0.0, metavar="DURATION",
                        help="wait this long for another run on the same inventory to finish "
                        "(default: fail at once)")  # fmt: skip
@@ -303,6 +317,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         prune=args.prune,
         lock_wait=args.wait_for_lock,
         timeout=args.timeout,
+        concurrency=args.concurrency,
     )
     runner = Runner(api, options, printer)
 

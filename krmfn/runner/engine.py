@@ -14,7 +14,8 @@ import queue
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, Protocol, TypeVar
+from functools import partial
+from typing import Any, ParamSpec, Protocol, TypeGuard, TypeVar
 
 import krmfn
 from krmfn.errors import RunnerError
@@ -53,6 +54,7 @@ from krmfn.runner.events import Inventory as InventoryEvent
 from krmfn.runner.inventory import Inventory
 from krmfn.runner.lock import LEASE
 from krmfn.runner.members import foreign_inventory, list_members
+from krmfn.runner.parallel import DEFAULT_CONCURRENCY, groups, in_order
 from krmfn.runner.plan import Item, Key, Plan, Step, key_of, kind_rank
 from krmfn.runner.runs import RunLog
 from krmfn.runner.status import Health, health
@@ -115,6 +117,8 @@ class Options:
     """Seconds the inventory lock lasts unless renewed (every quarter of it)."""
     timeout: float = 0.0
     """Seconds the whole run may take (``--timeout``); 0: no bound but the steps' own timeouts."""
+    concurrency: int = DEFAULT_CONCURRENCY
+    """Apply requests in flight within a group of one kind rank (parallel.py); 1: one at a time."""
 
 
 @dataclass
@@ -336,10 +340,7 @@ class Runner:
         try:
             self._during = f"step {step.name}"
             self._recreate_failed_jobs(step, deadline)
-            tracked = []
-            for item in step.items:
-                self._check_stop()
-                tracked.append(self._apply(step, item, parent, deadline))
+            tracked = self._apply_items(step, parent, deadline)
             self._write_parent(parent)  # the Jobs just started are remembered before anything is awaited
             if self.options.dry_run or not step.wait:
                 self.emit(StepDone(step.index, step.name, "applied", self.clock.monotonic() - started))
@@ -357,6 +358,37 @@ class Runner:
             raise
         self.emit(StepDone(step.index, step.name, "healthy", self.clock.monotonic() - started))
 
+    def _apply_items(self, step: Step, parent: Parent, deadline: float) -> list[Tracked]:
+        """The step's objects, in groups of one kind rank (parallel.py); a group's objects concurrently,
+        at most ``concurrency`` requests in flight, reported in plan order."""
+        tracked: list[Tracked] = []
+        for group in groups(step.items, lambda it: _is_job(it.key) or it.key not in self._resources):
+            if len(group) == 1 or self.options.concurrency <= 1:
+                for item in group:
+                    self._check_stop()
+                    tracked.append(self._apply(step, item, parent, deadline))
+                continue
+            objs = [_as_member(item.obj, parent.id) for item in group]
+            tasks = [
+                partial(self._ssa, it.key, self._resources[it.key], obj)
+                for it, obj in zip(group, objs, strict=True)
+            ]
+            first: RunnerError | None = None
+            for i, future in in_order(tasks, self.options.concurrency, self._check_stop):
+                item, res, err = group[i], self._resources[group[i].key], future.exception()
+                if err is None:
+                    tracked.append(self._applied(step, item, res, *future.result()))
+                elif _forced(err, item):
+                    if first is None:  # re-created after the requests in flight are done, one at a time
+                        tracked.append(
+                            self._force_recreate(step, item.key, res, objs[i], deadline, why=err.cause)
+                        )
+                elif first is None:
+                    first = err if isinstance(err, RunnerError) else ObjectError(str(item.key), str(err))
+            if first is not None:
+                raise first
+        return tracked
+
     def _apply(self, step: Step, item: Item, parent: Parent, deadline: float) -> Tracked:
         res = self._resource_for(step, item, deadline)
         obj = _as_member(item.obj, parent.id)
@@ -365,9 +397,12 @@ class Runner:
         try:
             live, created = self._ssa(item.key, res, obj)
         except InvalidObject as err:
-            if not (jobs.is_immutable_error(str(err)) and jobs.enabled(item.annotations, jobs.FORCE)):
+            if not _forced(err, item):
                 raise
             return self._force_recreate(step, item.key, res, obj, deadline, why=err.cause)
+        return self._applied(step, item, res, live, created)
+
+    def _applied(self, step: Step, item: Item, res: Resource, live: dict[str, Any], created: bool) -> Tracked:
         if created:
             action: ApplyAction = "created"
         elif not _changed(self._before.get(item.key), live):
@@ -841,6 +876,15 @@ def _uid_of(key: Key, live: dict[str, Any]) -> str:
     if not uid:
         raise ObjectError(str(key), "the live object has no uid; not deleting it without one")
     return uid
+
+
+def _forced(err: BaseException, item: Item) -> TypeGuard[InvalidObject]:
+    """A change the API server refuses in place, on an object annotated to be re-created for it."""
+    return (
+        isinstance(err, InvalidObject)
+        and jobs.is_immutable_error(str(err))
+        and jobs.enabled(item.annotations, jobs.FORCE)
+    )
 
 
 def _is_job(key: Key) -> bool:
