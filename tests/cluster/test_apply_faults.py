@@ -245,7 +245,7 @@ def test_refused_object_among_many_applied_concurrently_stops_the_step(
     assert applied[1:] == sorted(applied[1:]) and f"ConfigMap {namespace}/crowd-30" not in applied
     assert all(f"ConfigMap {namespace}/crowd-{i:02}" in applied for i in range(30))
     assert len(applied) <= 1 + 30 + int(concurrency) - 1
-    live = {meta(cm).name for cm in kube_client.list(ConfigMap, namespace=namespace)}
+    live = {str(meta(cm).name) for cm in kube_client.list(ConfigMap, namespace=namespace)}
     assert "later" not in live and "crowd-30" not in live
     assert {f"ConfigMap {namespace}/{name}" for name in live if name.startswith("crowd-")} == {
         a for a in applied if "crowd-" in a
