@@ -20,7 +20,7 @@ from krmfn.runner import jobs
 from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
 from krmfn.runner.applyset import ID_LABEL, Parent
 from krmfn.runner.diff import Action, Change, action_of, comparable, file_name, masked
-from krmfn.runner.engine import GUARDED, _as_member, _as_object_error, _same_run, _spec_changed
+from krmfn.runner.engine import GUARDED, _as_member, _as_object_error, _same_run, _spec_changed, renamed_run
 from krmfn.runner.errors import InventoryError, NoInventory, ObjectError, UnknownKind
 from krmfn.runner.members import foreign_inventory, list_members
 from krmfn.runner.plan import Item, Key, Plan, Step, key_of
@@ -198,12 +198,15 @@ class Differ:
             return self._change(
                 step, key, obj, before=live, after=live, detail="the same run (its spec hash is unchanged)"
             )
-        record = parent.jobs.get(f"{key.namespace}/{key.name}")
+        record, ran_as = parent.jobs.get(f"{key.namespace}/{key.name}"), ""
         if record is None or not _same_run(record, wanted, item.obj):
-            return None
+            record, ran_as = renamed_run(item, parent, wanted)  # the same run under an older hashed name
+            if record is None:
+                return None
         if record.outcome == "failed" and jobs.enabled(item.annotations, jobs.RECREATE_ON_FAILURE):
             return None
-        detail = f"{record.outcome} before and deleted since: not run again"
+        where = f" as {ran_as}" if ran_as else ""
+        detail = f"{record.outcome} before{where} and deleted since: not run again"
         return self._change(step, key, obj, before=None, after=None, detail=detail, action="unchanged")
 
     def _deletions(

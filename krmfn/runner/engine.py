@@ -555,7 +555,7 @@ class Runner:
         key, ref = item.key, _job_ref(item.key)
         record, ran_as = parent.jobs.get(ref), ""
         if record is None or not _same_run(record, wanted, item.obj):
-            record, ran_as = self._renamed_run(item, parent, wanted)
+            record, ran_as = renamed_run(item, parent, wanted)
             if record is None:
                 return None, ""
         self._record(ref, wanted, record.outcome)  # recorded again under this name and run hash
@@ -578,18 +578,6 @@ class Runner:
             )
         self._report_apply(step, key, "skipped", why)
         return Tracked(key, res, None, settled=Health("current", why)), ""
-
-    def _renamed_run(self, item: Item, parent: Parent, wanted: str) -> tuple[JobRecord | None, str]:
-        """The record of this run under another hashed name of the same ``krmfn.dev/job-base-name``."""
-        base = item.annotations.get(jobs.JOB_BASE_NAME)
-        if not isinstance(base, str) or not base:
-            return None, ""
-        prefix = f"{item.key.namespace}/{trim_for_suffix(base, JOB_NAME_MAX - 9)}-"
-        for ref, record in sorted(parent.jobs.items()):
-            suffix = ref.removeprefix(prefix)
-            if ref.startswith(prefix) and len(suffix) == 8 and _same_run(record, wanted, item.obj):
-                return record, ref.partition("/")[2]
-        return None, ""
 
     def _suspended_as_rendered(self, step: Step, item: Item, tracked: Tracked) -> Tracked:
         """A Job rendered with ``suspend: true`` cannot complete until someone resumes it: a step that
@@ -893,6 +881,19 @@ def _is_job(key: Key) -> bool:
 
 def _job_ref(key: Key) -> str:
     return f"{key.namespace}/{key.name}"
+
+
+def renamed_run(item: Item, parent: Parent, wanted: str) -> tuple[JobRecord | None, str]:
+    """The record of this run under another hashed name of the same ``krmfn.dev/job-base-name``."""
+    base = item.annotations.get(jobs.JOB_BASE_NAME)
+    if not isinstance(base, str) or not base:
+        return None, ""
+    prefix = f"{item.key.namespace}/{trim_for_suffix(base, JOB_NAME_MAX - 9)}-"
+    for ref, record in sorted(parent.jobs.items()):
+        suffix = ref.removeprefix(prefix)
+        if ref.startswith(prefix) and len(suffix) == 8 and _same_run(record, wanted, item.obj):
+            return record, ref.partition("/")[2]
+    return None, ""
 
 
 def _same_run(record: JobRecord, wanted: str, job: dict[str, Any]) -> bool:

@@ -186,6 +186,21 @@ def test_diff_shows_a_job_with_an_unchanged_run_hash_as_unchanged(
     assert f"# Job.batch {namespace}/migrate: create" in changed.out
 
 
+def test_diff_shows_a_job_renamed_by_its_hash_as_unchanged_as_apply_skips_it(
+    apply: Apply, krmfn: Krmfn, kube_client: Client, namespace: str
+) -> None:
+    base = {"krmfn.dev/job-base-name": "migrate"}
+    assert apply([final_wait(job("migrate-aaaaaaaa", 0, annotations=base))]).code == 0
+    kube_client.delete(Job, "migrate-aaaaaaaa", namespace=namespace, grace_period=0)
+    _wait_gone(kube_client, "migrate-aaaaaaaa", namespace)
+    # The same run under another hashed name.
+    renamed = [final_wait(job("migrate-bbbbbbbb", 0, annotations=base))]
+    diff = krmfn("diff", renamed, "-o", "json").diffs()[f"Job.batch {namespace}/migrate-bbbbbbbb"]
+    assert diff["action"] == "unchanged"
+    assert diff["detail"] == "completed before as migrate-aaaaaaaa and deleted since: not run again"
+    assert apply(renamed).actions()[f"Job.batch {namespace}/migrate-bbbbbbbb"] == "skipped"
+
+
 def _wait_gone(client: Client, name: str, namespace: str) -> None:
     import time
 
