@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from krmfn.kobj import annotations_of, labels_of
@@ -23,6 +24,7 @@ from krmfn.runner.diff import Action, Change, action_of, comparable, file_name, 
 from krmfn.runner.engine import GUARDED, _as_member, _as_object_error, _same_run, _spec_changed, renamed_run
 from krmfn.runner.errors import InventoryError, NoInventory, ObjectError, UnknownKind
 from krmfn.runner.members import foreign_inventory, list_members
+from krmfn.runner.parallel import DEFAULT_CONCURRENCY, in_order
 from krmfn.runner.plan import Item, Key, Plan, Step, key_of
 
 
@@ -81,6 +83,8 @@ class Differ:
         self._resources: dict[Key, Resource] = {}
         self._pending_crd: dict[Key, str] = {}
         """Objects whose kind a CRD of the plan defines, not installed yet: the CRD's name."""
+        self._live: dict[Key, dict[str, Any]] = {}
+        """The inventory's members as listed: the live objects of most of the plan, without a GET each."""
 
     def changes(self, plan: Plan) -> Iterator[Change | Failure]:
         """Every object's change, step by step, then the deletions; raises RunnerError when the diff as a
@@ -98,12 +102,18 @@ class Differ:
             if foreign is not None:
                 raise InventoryError(foreign)
         namespaces = {it.key.name for it in plan.items if it.key.kind == "Namespace" and not it.key.group}
-        for step in plan.steps:
-            for item in step.items:
-                try:
-                    yield self._object(step, item, parent, namespaces)
-                except ObjectError as err:
-                    yield Failure(step.index, step.name, str(item.key), str(err))
+        self._live = {key_of(obj): obj for obj, _ in members}
+
+        def one(step: Step, item: Item) -> Change | Failure:
+            try:
+                return self._object(step, item, parent, namespaces)
+            except ObjectError as err:
+                return Failure(step.index, step.name, str(item.key), str(err))
+
+        # Only reads and dry runs: every object at once (bounded), reported in plan order.
+        tasks = [partial(one, step, item) for step in plan.steps for item in step.items]
+        for _, future in in_order(tasks, DEFAULT_CONCURRENCY, lambda: None):
+            yield future.result()
         if self.options.prune:
             yield from self._deletions(parent, planned, members)
 
@@ -154,7 +164,9 @@ class Differ:
             detail = f"its CRD {self._pending_crd[key]} is not installed yet: shown as rendered"
             return self._change(step, key, obj, before=None, after=obj, detail=detail)
         res = self._resources[key]
-        live = call(key, self.api.get, res, key.name, key.namespace)
+        live = self._live.get(key)
+        if live is None or live.get("apiVersion") != item.api_version:  # not a member, or another version
+            live = call(key, self.api.get, res, key.name, key.namespace)
         is_job = key.group == "batch" and key.kind == "Job"
         if is_job:
             wanted = jobs.run_hash(item.obj)
