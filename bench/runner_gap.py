@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import statistics
 import subprocess
 import sys
@@ -68,7 +69,7 @@ def sequence() -> list[dict[str, Any]]:
 
 def fresh_namespace(cluster: Cluster, prefix: str, n: int) -> str:
     client = cluster.client()
-    name = f"{prefix}-{n}-{int(time.time() * 1000) % 100000}"
+    name = f"{prefix}-{n}-{secrets.token_hex(4)}"  # unique: a sweep reuses prefixes within a second
     client.create(Namespace(metadata=ObjectMeta(name=name)))
     deadline = time.monotonic() + 30
     while True:  # pods are rejected until the namespace's default ServiceAccount exists
@@ -212,12 +213,13 @@ def main() -> None:
     parser.add_argument("--counts", default="100,1000,10000", help="bulk sizes, comma-separated")
     parser.add_argument("--rounds", type=int, default=5, help="rounds of each comparison (10,000: at most 2)")
     parser.add_argument("--sweep", action="store_true", help="only the --concurrency sweep at 1,000")
+    parser.add_argument("--levels", default="1,4,8,16,32", help="--sweep: the --concurrency values")
     args = parser.parse_args()
     sequences, rounds = (2, 1) if args.quick else (20, args.rounds)
     counts = [20] if args.quick else [int(c) for c in args.counts.split(",")]
     with tempfile.TemporaryDirectory(prefix="krmfn-bench-") as tmp, Cluster(Path(tmp) / "cluster") as cluster:
         if args.sweep:
-            sweep(cluster, rounds, Path(tmp))
+            sweep(cluster, rounds, Path(tmp), [int(n) for n in args.levels.split(",")])
             return
         gaps = measure_gaps(cluster, sequences)
         ours, theirs = compare(cluster, rounds, Path(tmp))
@@ -239,10 +241,10 @@ def main() -> None:
         print(f"| {count:,} | {a:.2f} | {b:.2f} | {a / b:.2f} | {rss / 1024:.0f} MB |")
 
 
-def sweep(cluster: Cluster, rounds: int, workdir: Path) -> None:
+def sweep(cluster: Cluster, rounds: int, workdir: Path, levels: list[int]) -> None:
     print(f"### 1,000 ConfigMaps by --concurrency, {rounds} round(s), median seconds\n")
     print("| --concurrency | krmfn apply | kubectl (same rounds) | ratio |\n|---:|---:|---:|---:|")
-    for n in (1, 4, 8, 16, 32):
+    for n in levels:
         ours, theirs, _ = bulk(cluster, rounds, workdir, 1000, ("--concurrency", str(n)))
         a, b = statistics.median(ours), statistics.median(theirs)
         print(f"| {n} | {a:.2f} | {b:.2f} | {a / b:.2f} |", flush=True)

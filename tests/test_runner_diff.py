@@ -9,6 +9,7 @@ import json
 import signal
 import unicodedata
 from datetime import UTC, datetime
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -206,3 +207,40 @@ def test_the_run_log_records_steps_and_how_the_run_ended() -> None:
     failed.end(ObjectError("ConfigMap ns/a", "bad"), "s")
     assert failed.record is not None and failed.record.result == "failed"
     assert len(seen) == 3
+
+
+def test_a_lock_write_whose_answer_was_lost_records_the_run_once() -> None:
+    """The write that takes the lock goes through but its answer is lost (a 409 after a retry, as over a
+    dropped connection): the run reads its own record back and must not leave it "running" forever."""
+    from fake_kube import FakeApi
+
+    from krmfn.runner.api import ApiStatusError
+    from krmfn.runner.engine import Options, Runner
+    from krmfn.runner.plan import build_plan
+
+    api = FakeApi("ns")
+    real = {"create": api.create, "replace": api.replace}
+    lost = []
+
+    def answer_lost(verb: str) -> Any:
+        def write(res: Any, obj: dict[str, Any], **kwargs: Any) -> Any:
+            stored = real[verb](res, obj, **kwargs)
+            if obj.get("kind") == "Secret" and len(lost) < 2:
+                lost.append(verb)
+                raise ApiStatusError(409, "Conflict", "the object has been modified")
+            return stored
+
+        return write
+
+    api.create = answer_lost("create")  # type: ignore[method-assign]
+    api.replace = answer_lost("replace")  # type: ignore[method-assign]
+    docs = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}}]
+    for _ in range(2):
+        result = Runner(api, Options(namespace="ns", applyset="app"), lambda e: None).run(
+            build_plan(docs, namespace="ns", default_timeout=5)
+        )
+        assert result.ok, result.error
+    live = api.object("v1", "Secret", "ns", "app")
+    runs = Parent.from_live("app", "ns", "0", live).runs
+    assert lost == ["create", "replace"]
+    assert [r.result for r in runs] == ["succeeded", "succeeded"]

@@ -188,12 +188,16 @@ class RunLog:
     ) -> None:
         self._now, self._monotonic = now, monotonic
         self._started = 0.0
+        self._id = os.urandom(4).hex()
         self.record: RunRecord | None = None
 
     def start(self, parent: Parent, objects: list[str]) -> None:
-        self.record = RunRecord(os.urandom(4).hex(), timestamp(self._now()))
+        """Adds this run's record to ``parent``, once: taking the lock may read back a parent that a
+        first attempt of this very write already stored (its answer lost, the retry refused)."""
+        self.record = RunRecord(self._id, timestamp(self._now()))
         self._started = self._monotonic()
-        parent.runs = [*parent.runs, self.record][-MAX_RUNS:]
+        earlier = [r for r in parent.runs if r.run != self._id]
+        parent.runs = [*earlier, self.record][-MAX_RUNS:]
         parent.last_plan = encode_plan(objects)
 
     def observing(self, emit: Callable[[Event], None]) -> Callable[[Event], None]:

@@ -356,7 +356,7 @@ def test_status_history_keeps_the_last_runs_bounded(
         assert apply([configmap("app", 0, a=str(i))]).code == 0
     data = json.loads(krmfn("status", None, "--history", "-o", "json").out)
     assert len(data["runs"]) == MAX_RUNS
-    assert all(r["result"] == "succeeded" for r in data["runs"])
+    assert all(r["result"] == "succeeded" for r in data["runs"]), data["runs"]
     assert [r["start"] for r in data["runs"]] == sorted(r["start"] for r in data["runs"])
     text = krmfn("status", None, "--history").out
     assert text.count("\nrun: succeeded") == MAX_RUNS
