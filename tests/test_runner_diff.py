@@ -193,7 +193,9 @@ def test_the_run_log_records_steps_and_how_the_run_ended() -> None:
         parent = Parent("app", "ns", "0.1.0", runs=[RunRecord(f"old{i}", "t") for i in range(MAX_RUNS)])
         log.start(parent, ["ConfigMap ns/a"])
         emit = log.observing(seen.append)
+        before = parent.render()
         emit(StepDone(0, "s", "healthy", 1.25))
+        assert parent.render() == before, "a step alone costs no inventory write"
         log.end(error, None if error is None else "s")
         record = parent.runs[-1]
         assert len(parent.runs) == MAX_RUNS and parent.runs[0].run == "old1"

@@ -179,7 +179,9 @@ def decode_plan(text: str) -> tuple[int, set[str] | None]:
 
 class RunLog:
     """Keeps the record of the current run on the parent the engine writes: started when the lock is
-    taken, a step added at each ``step-done`` event, ended with the run's outcome."""
+    taken (the same write), ended with the run's outcome and its steps (the last write). The steps are
+    kept aside until then: written as they finish, they would make each step's record differ and cost
+    an inventory write per step."""
 
     def __init__(
         self,
@@ -189,6 +191,8 @@ class RunLog:
         self._now, self._monotonic = now, monotonic
         self._started = 0.0
         self._id = os.urandom(4).hex()
+        self._steps: list[StepRecord] = []
+        """Steps done so far: put in the record when the run ends, so a step adds no inventory write."""
         self.record: RunRecord | None = None
 
     def start(self, parent: Parent, objects: list[str]) -> None:
@@ -203,7 +207,7 @@ class RunLog:
     def observing(self, emit: Callable[[Event], None]) -> Callable[[Event], None]:
         def observe(event: Event) -> None:
             if isinstance(event, StepDone) and self.record is not None:
-                self.record.steps.append(StepRecord(event.step_name, event.elapsed, event.result))
+                self._steps.append(StepRecord(event.step_name, event.elapsed, event.result))
             emit(event)
 
         return observe
@@ -214,6 +218,7 @@ class RunLog:
             return
         record.end = timestamp(self._now())
         record.elapsed = self._monotonic() - self._started
+        record.steps = list(self._steps)
         record.failed_step = failed_step
         if error is None:
             record.result = "succeeded"
