@@ -97,6 +97,7 @@ EXAMPLES = {
 }  # fmt: skip
 
 
+PAGES = {"diff": "docs/runner.md#krmfn-diff"}
 DESCRIPTIONS = {
     "plan": "Print the steps `krmfn apply` would run, without connecting to a cluster.",
     "apply": "Apply a rendered stream step by step: server-side apply, wait for health, record an ApplySet "
@@ -114,7 +115,7 @@ def parser(command: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=f"krmfn {command}",
         description=DESCRIPTIONS[command],
-        epilog=epilog(EXIT_CODES[command], EXAMPLES[command], "docs/runner.md"),
+        epilog=epilog(EXIT_CODES[command], EXAMPLES[command], PAGES.get(command, "docs/runner.md")),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     src = p.add_mutually_exclusive_group(required=True)
