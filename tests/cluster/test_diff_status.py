@@ -278,7 +278,8 @@ def test_diff_refuses_another_apps_inventory_as_apply_does(apply: Apply, krmfn: 
 def test_diff_and_status_run_while_an_apply_holds_the_lock(
     spawn: Spawn, krmfn: Krmfn, kube_client: Client, namespace: str
 ) -> None:
-    run = spawn([job("slow", 0, slow="3s"), final_wait(configmap("after", 1, a="1"))])
+    # Slow enough that status and diff finish while the run holds the lock, on a loaded machine too.
+    run = spawn([job("slow", 0, slow="12s"), final_wait(configmap("after", 1, a="1"))])
     run.until(lambda e: e["type"] == "wait")
     lock_before = (meta(kube_client.get(Secret, "krmfn", namespace=namespace)).annotations or {})[LOCK]
     status = krmfn("status", None, "-o", "json")
@@ -287,7 +288,7 @@ def test_diff_and_status_run_while_an_apply_holds_the_lock(
     assert data["lock"]["holder"].endswith(f"/{run.proc.pid}")
     assert data["lastRun"]["result"] == "running"
     assert any("a run is in progress" in p for p in data["problems"])
-    diff = krmfn("diff", [job("slow", 0, slow="3s"), final_wait(configmap("after", 1, a="1"))])
+    diff = krmfn("diff", [job("slow", 0, slow="12s"), final_wait(configmap("after", 1, a="1"))])
     assert diff.code == 1, diff.err  # the ConfigMap of step 1 is not applied yet
     notes = meta(kube_client.get(Secret, "krmfn", namespace=namespace)).annotations or {}
     assert notes.get(LOCK, "").startswith(lock_before[:40]), "diff and status never take the lock"
