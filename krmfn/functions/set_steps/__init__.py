@@ -7,13 +7,14 @@ the final step) for the runner; optionally ``config.kubernetes.io/depends-on`` f
 
 from __future__ import annotations
 
-from krmfn import Function, ResourceList
-from krmfn.functions.set_steps import dependson, ordering, runner_annotations
+from krmfn import Function, ResourceList, dependson
+from krmfn.functions.set_steps import ordering, runner_annotations
 from krmfn.functions.set_steps.annotate import plan_depends_on, write_steps
 from krmfn.functions.set_steps.config import SetStepsConfig, Step
 from krmfn.functions.set_steps.plan import assign
 from krmfn.jobspec import ttl_warning
 from krmfn.kobj import is_local_config, set_annotation
+from krmfn.scopes import Scopes
 
 __all__ = ["FUNCTION", "SetStepsConfig", "Step", "main"]
 APP = "krmfn.dev/app"
@@ -25,7 +26,7 @@ def set_steps(rl: ResourceList, config: SetStepsConfig) -> None:
         if not is_local_config(obj):
             runner_annotations.check(obj, rl.results)
     groups = assign(rl.items, config, rl.results)
-    scopes = dependson.Scopes(rl.items, config.cluster_scoped_kinds)
+    scopes = Scopes(rl.items, config.cluster_scoped_kinds)
     ordering.unmatched_selectors(rl.items, config, rl.results)
     ordering.check(groups, config, scopes, rl.results)
     depends_on = []
