@@ -246,3 +246,18 @@ def test_a_lock_write_whose_answer_was_lost_records_the_run_once() -> None:
     runs = Parent.from_live("app", "ns", "0", live).runs
     assert lost == ["create", "replace"]
     assert [r.result for r in runs] == ["succeeded", "succeeded"]
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_colour_only_on_a_terminal_and_never_under_no_color(monkeypatch: Any) -> None:
+    from krmfn.runner.diff_cmd import _colour
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert _colour(_Tty()) is True
+    assert _colour(io.StringIO()) is False
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert _colour(_Tty()) is False
