@@ -22,10 +22,10 @@ from krmfn.names import name_problem, namespace_problem, path_segment_problem
 from krmfn.runner.api import Api, Resource, UnsafePath, segment
 from krmfn.runner.applyset import Parent
 from krmfn.runner.cli import main
-from krmfn.runner.engine import _uid_of
 from krmfn.runner.errors import InventoryError, ObjectError, SourceError
 from krmfn.runner.kube import HttpApi, field_value
 from krmfn.runner.plan import Key, build_plan
+from krmfn.runner.prune import uid_of
 from krmfn.yamlio import dump_all_fast
 
 JOBS = Resource("batch", "v1", "Job", "jobs", True)
@@ -229,12 +229,12 @@ def test_http_requests_keep_a_hostile_name_inside_its_segment() -> None:
 def test_delete_uid_comes_only_from_the_object_that_was_asked_for() -> None:
     key = Key("batch", "Job", "team", "migrate")
     mine = {"metadata": {"name": "migrate", "namespace": "team", "uid": "u-1"}}
-    assert _uid_of(key, mine) == "u-1"
+    assert uid_of(key, mine) == "u-1"
     other = {"metadata": {"name": "migrate", "namespace": "prod", "uid": "u-2"}}
     with pytest.raises(ObjectError, match="answered with another object"):
-        _uid_of(key, other)
+        uid_of(key, other)
     with pytest.raises(ObjectError, match="no uid"):
-        _uid_of(key, {"metadata": {"name": "migrate", "namespace": "team"}})
+        uid_of(key, {"metadata": {"name": "migrate", "namespace": "team"}})
 
 
 @pytest.mark.parametrize(

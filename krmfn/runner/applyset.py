@@ -166,3 +166,14 @@ class Parent:
             },
             "type": "Opaque",
         }
+
+
+def as_member(obj: dict[str, Any], applyset_id: str) -> dict[str, Any]:
+    """``obj`` labelled as a member of the ApplySet ``applyset_id`` (a copy: the plan is not changed)."""
+    copy = dict(obj)
+    meta = dict(obj["metadata"])
+    meta["labels"] = {**(meta.get("labels") or {}), PART_OF: applyset_id}
+    if meta.get("annotations"):
+        meta["annotations"] = dict(meta["annotations"])
+    copy["metadata"] = meta
+    return copy

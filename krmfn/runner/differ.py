@@ -15,17 +15,17 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from krmfn.kobj import annotations_of, labels_of
+from krmfn.kobj import annotations_of
 from krmfn.names import name_problem
 from krmfn.runner import jobs
 from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
-from krmfn.runner.applyset import ID_LABEL, Parent
+from krmfn.runner.applyset import Parent, as_member
 from krmfn.runner.diff import Action, Change, action_of, comparable, file_name, masked
-from krmfn.runner.engine import GUARDED, _as_member, _as_object_error, _same_run, _spec_changed, renamed_run
-from krmfn.runner.errors import InventoryError, NoInventory, ObjectError, UnknownKind
+from krmfn.runner.errors import InventoryError, NoInventory, ObjectError, UnknownKind, as_object_error
 from krmfn.runner.members import foreign_inventory, list_members
 from krmfn.runner.parallel import DEFAULT_CONCURRENCY, in_order
 from krmfn.runner.plan import Item, Key, Plan, Step, key_of
+from krmfn.runner.prune import is_parent, kept_because
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def call(key: Key, request: Callable[..., Any], /, *args: Any, **kwargs: Any) ->
     try:
         return request(*args, **kwargs)
     except ApiStatusError as err:
-        raise _as_object_error(key, err) from None
+        raise as_object_error(key, err) from None
     except NoSuchKind as err:
         raise UnknownKind(str(key), str(err)) from None
 
@@ -159,7 +159,7 @@ class Differ:
 
     def _object(self, step: Step, item: Item, parent: Parent, namespaces: set[str]) -> Change:
         key = item.key
-        obj = _as_member(item.obj, parent.id)
+        obj = as_member(item.obj, parent.id)
         if key in self._pending_crd:
             detail = f"its CRD {self._pending_crd[key]} is not installed yet: shown as rendered"
             return self._change(step, key, obj, before=None, after=obj, detail=detail)
@@ -190,7 +190,7 @@ class Differ:
                         step, key, obj, before=live, after=obj, detail=detail, action="update"
                     )
                 if is_job:
-                    raise ObjectError(str(key), _spec_changed(item, err.cause), err.code) from None
+                    raise ObjectError(str(key), jobs.spec_changed(item, err.cause), err.code) from None
             raise
         return self._change(step, key, obj, before=live, after=after)
 
@@ -211,8 +211,8 @@ class Differ:
                 step, key, obj, before=live, after=live, detail="the same run (its spec hash is unchanged)"
             )
         record, ran_as = parent.jobs.get(f"{key.namespace}/{key.name}"), ""
-        if record is None or not _same_run(record, wanted, item.obj):
-            record, ran_as = renamed_run(item, parent, wanted)  # the same run under an older hashed name
+        if record is None or not jobs.same_run(record, wanted, item.obj):
+            record, ran_as = jobs.renamed_run(item, parent, wanted)  # the same run under an older hashed name
             if record is None:
                 return None
         if record.outcome == "failed" and jobs.enabled(item.annotations, jobs.RECREATE_ON_FAILURE):
@@ -224,21 +224,17 @@ class Differ:
     def _deletions(
         self, parent: Parent, planned: set[Key], members: list[tuple[dict[str, Any], Resource]]
     ) -> Iterator[Change | Failure]:
-        parent_key = Key("", "Secret", parent.namespace, parent.name)
         for obj, _ in sorted(members, key=lambda m: key_of(m[0])):
             key = key_of(obj)
-            if key in planned or key == parent_key or ID_LABEL in labels_of(obj):
+            if key in planned or is_parent(obj, parent):
                 continue  # an ApplySet parent is never pruned
             if name_problem(key.group, key.kind, key.name) or (
                 key.namespace and name_problem("", "Namespace", key.namespace)
             ):
                 yield Failure(None, None, str(key), "the inventory lists an object whose name is not valid")
                 continue
-            if str(annotations_of(obj).get(jobs.PRUNE, "")).lower() == "disabled":
-                continue
-            guard = GUARDED.get((key.group, key.kind))
-            if guard is not None and not getattr(self.options, guard[0]):
-                continue
+            if kept_because(obj, self.options) is not None:
+                continue  # as the apply would keep it (prune.py)
             yield self._change(
                 None, key, obj, before=obj, after=None, detail="no longer rendered: the next apply prunes it"
             )

@@ -15,20 +15,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, ParamSpec, Protocol, TypeGuard, TypeVar
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 import krmfn
 from krmfn.errors import RunnerError
-from krmfn.jobhash import name_hash, spec_hash
-from krmfn.k8snames import JOB_NAME_MAX, trim_for_suffix
-from krmfn.kobj import annotations_of, labels_of
-from krmfn.names import name_problem
+from krmfn.kobj import annotations_of
 from krmfn.runner import jobs
 from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
-from krmfn.runner.applyset import ID_LABEL, PART_OF, JobRecord, Outcome, Parent
+from krmfn.runner.applyset import JobRecord, Outcome, Parent, as_member
 from krmfn.runner.errors import (
-    ApplyConflict,
-    Forbidden,
     Interrupted,
     InvalidObject,
     InventoryError,
@@ -38,13 +33,13 @@ from krmfn.runner.errors import (
     StepFailed,
     StepTimeout,
     UnknownKind,
+    as_object_error,
 )
 from krmfn.runner.events import (
     Apply,
     ApplyAction,
     Error,
     Event,
-    Prune,
     Status,
     StepDone,
     StepStart,
@@ -55,27 +50,17 @@ from krmfn.runner.inventory import Inventory
 from krmfn.runner.lock import LEASE
 from krmfn.runner.members import foreign_inventory, list_members
 from krmfn.runner.parallel import DEFAULT_CONCURRENCY, groups, in_order
-from krmfn.runner.plan import Item, Key, Plan, Step, key_of, kind_rank
+from krmfn.runner.plan import Item, Key, Plan, Step, key_of
+from krmfn.runner.prune import prune, uid_of
 from krmfn.runner.runs import RunLog
 from krmfn.runner.status import Health, health
 from krmfn.runner.waiter import Watched, Watcher
-from krmfn.selector import JOB_BASE_NAME
-from krmfn.steps import index_of
 
 T = TypeVar("T")
 P = ParamSpec("P")
 POLL = 0.2  # how often a wait looks at the stop flag and the deadline when no event arrives
 UNCHANGED: frozenset[ApplyAction] = frozenset({"unchanged", "skipped"})
 CHANGED: frozenset[ApplyAction] = frozenset({"created", "configured", "recreated"})
-# Kinds whose deletion deletes much more than themselves: pruned only when asked for by name.
-GUARDED = {
-    ("", "Namespace"): (
-        "prune_namespaces", "--prune-namespaces", "deleting a Namespace deletes everything in it"
-    ),
-    ("apiextensions.k8s.io", "CustomResourceDefinition"): (
-        "prune_crds", "--prune-crds", "deleting a CRD deletes every custom resource of its kind"
-    ),
-}  # fmt: skip
 POD_POLL = 1.0  # how often a wait lists the pods of a pending Job, to show failures as they happen
 
 
@@ -227,7 +212,7 @@ class Runner:
             self._during = "prune"
             remaining = self._prune(plan, parent, result)
         if not self.options.dry_run:
-            current = {_job_ref(it.key) for it in plan.items if _is_job(it.key)}
+            current = {jobs.job_ref(it.key) for it in plan.items if jobs.is_job(it.key)}
             parent.jobs = {k: v for k, v in parent.jobs.items() if k in current}
             if remaining is not None:
                 # Narrow to what members remain (the KEP's superset rule): without a prune the widened
@@ -363,13 +348,13 @@ class Runner:
         """The step's objects, in groups of one kind rank (parallel.py); a group's objects concurrently,
         at most ``concurrency`` requests in flight, reported in plan order."""
         tracked: list[Tracked] = []
-        for group in groups(step.items, lambda it: _is_job(it.key) or it.key not in self._resources):
+        for group in groups(step.items, lambda it: jobs.is_job(it.key) or it.key not in self._resources):
             if len(group) == 1 or self.options.concurrency <= 1:
                 for item in group:
                     self._check_stop()
                     tracked.append(self._apply(step, item, parent, deadline))
                 continue
-            objs = [_as_member(item.obj, parent.id) for item in group]
+            objs = [as_member(item.obj, parent.id) for item in group]
             tasks = [
                 partial(self._ssa, it.key, self._resources[it.key], obj)
                 for it, obj in zip(group, objs, strict=True)
@@ -379,7 +364,7 @@ class Runner:
                 item, res, err = group[i], self._resources[group[i].key], future.exception()
                 if err is None:
                     tracked.append(self._applied(step, item, res, *future.result()))
-                elif _forced(err, item):
+                elif jobs.forced(err, item):
                     if first is None:  # re-created after the requests in flight are done, one at a time
                         tracked.append(
                             self._force_recreate(step, item.key, res, objs[i], deadline, why=err.cause)
@@ -392,13 +377,13 @@ class Runner:
 
     def _apply(self, step: Step, item: Item, parent: Parent, deadline: float) -> Tracked:
         res = self._resource_for(step, item, deadline)
-        obj = _as_member(item.obj, parent.id)
-        if _is_job(item.key):
+        obj = as_member(item.obj, parent.id)
+        if jobs.is_job(item.key):
             return self._apply_job(step, item, res, obj, parent=parent, deadline=deadline)
         try:
             live, created = self._ssa(item.key, res, obj)
         except InvalidObject as err:
-            if not _forced(err, item):
+            if not jobs.forced(err, item):
                 raise
             return self._force_recreate(step, item.key, res, obj, deadline, why=err.cause)
         return self._applied(step, item, res, live, created)
@@ -475,7 +460,7 @@ class Runner:
 
     def _recreate_failed_jobs(self, step: Step, deadline: float) -> None:
         for item in step.items:
-            if not _is_job(item.key) or not jobs.enabled(item.annotations, jobs.RECREATE_ON_FAILURE):
+            if not jobs.is_job(item.key) or not jobs.enabled(item.annotations, jobs.RECREATE_ON_FAILURE):
                 continue
             res = self._resources[item.key]
             live = self._call(item.key, self.api.get, res, item.key.name, item.key.namespace)
@@ -505,7 +490,7 @@ class Runner:
         tells a new run (re-created under ``force``, an error otherwise). A Job no longer on the cluster
         is run again only when the inventory has no record of this run (jobspec.py says what a run is),
         or, after a failure, under ``recreate-on-failure``."""
-        key, ref = item.key, _job_ref(item.key)
+        key, ref = item.key, jobs.job_ref(item.key)
         wanted = jobs.run_hash(item.obj)
         obj["metadata"].setdefault("annotations", {})[jobs.SPEC_HASH] = wanted
         live = self._call(key, self.api.get, res, key.name, key.namespace)
@@ -526,7 +511,7 @@ class Runner:
             if not jobs.is_immutable_error(str(err)):
                 raise
             if not jobs.enabled(item.annotations, jobs.FORCE):
-                raise JobSpecChanged(str(key), _spec_changed(item, err.cause)) from None
+                raise JobSpecChanged(str(key), jobs.spec_changed(item, err.cause)) from None
             tracked = self._force_recreate(step, key, res, obj, deadline, why="spec changed")
             self._record(ref, wanted, "started")
             return self._suspended_as_rendered(step, item, tracked)
@@ -541,7 +526,7 @@ class Runner:
             action, detail = "configured", "changed in place (fields a live Job may change)"
         self._report_apply(step, key, action, detail)
         outcome = jobs.outcome_of(applied) or (
-            record.outcome if record is not None and _same_run(record, wanted, item.obj) else "started"
+            record.outcome if record is not None and jobs.same_run(record, wanted, item.obj) else "started"
         )
         self._record(ref, wanted, outcome)
         return self._suspended_as_rendered(step, item, Tracked(key, res, applied))
@@ -553,10 +538,10 @@ class Runner:
         (None, detail of the create). A record under an older hashed name of the same base counts too:
         hash-job-names renamed the same run when its hash stopped covering the fields a live Job may
         change."""
-        key, ref = item.key, _job_ref(item.key)
+        key, ref = item.key, jobs.job_ref(item.key)
         record, ran_as = parent.jobs.get(ref), ""
-        if record is None or not _same_run(record, wanted, item.obj):
-            record, ran_as = renamed_run(item, parent, wanted)
+        if record is None or not jobs.same_run(record, wanted, item.obj):
+            record, ran_as = jobs.renamed_run(item, parent, wanted)
             if record is None:
                 return None, ""
         self._record(ref, wanted, record.outcome)  # recorded again under this name and run hash
@@ -600,7 +585,7 @@ class Runner:
     def _delete_and_wait(
         self, step: Step, key: Key, res: Resource, live: dict[str, Any], deadline: float
     ) -> None:
-        uid = _uid_of(key, live)
+        uid = uid_of(key, live)
         self._call(key, self.api.delete, res, key.name, key.namespace, uid=uid, propagation="Foreground")
         self._wait_gone(step, key, res, live, deadline)
 
@@ -648,7 +633,7 @@ class Runner:
                 self.emit(Wait(step.index, step.name, [str(k) for k in pending], step.timeout))
             while any(not h.done for h in states.values()):
                 for t in tracked:
-                    if _is_job(t.key) and not states[t.key].done and self._poll_pods(t):
+                    if jobs.is_job(t.key) and not states[t.key].done and self._poll_pods(t):
                         new = self._health(t, t.live)
                         if new != states[t.key]:
                             states[t.key] = new
@@ -659,7 +644,7 @@ class Runner:
                     continue
                 key, obj = update
                 if isinstance(obj, RunnerError):
-                    raise _as_object_error(key, obj) if isinstance(obj, ApiStatusError) else obj
+                    raise as_object_error(key, obj) if isinstance(obj, ApiStatusError) else obj
                 t = by_key[key]
                 t.live = obj
                 new = self._health(t, obj)
@@ -678,7 +663,7 @@ class Runner:
         if t.settled is not None:
             return t.settled
         found = health(live)
-        if _is_job(t.key) and found.state == "in-progress" and t.problems:
+        if jobs.is_job(t.key) and found.state == "in-progress" and t.problems:
             return Health(found.state, f"{found.message}; {jobs.summary(t.problems)}")
         return found
 
@@ -738,8 +723,8 @@ class Runner:
         step, with the pods' exit codes and last log lines."""
         if not state.done:
             return
-        parent, ref = self._parent, _job_ref(t.key)
-        if _is_job(t.key) and t.settled is None and live is not None and parent is not None:
+        parent, ref = self._parent, jobs.job_ref(t.key)
+        if jobs.is_job(t.key) and t.settled is None and live is not None and parent is not None:
             record = parent.jobs.get(ref)
             if record is not None:
                 self._record(ref, record.spec_hash, "completed" if state.state == "current" else "failed")
@@ -747,7 +732,7 @@ class Runner:
         if state.state != "failed":
             return
         reason = state.message
-        if _is_job(t.key) and live is not None:
+        if jobs.is_job(t.key) and live is not None:
             reason += self._job_failure_details(t, live)
         raise StepFailed(step.name, str(t.key), reason)
 
@@ -767,74 +752,12 @@ class Runner:
     # --- prune -------------------------------------------------------------------------------------------
 
     def _prune(self, plan: Plan, parent: Parent, result: Result) -> list[Key]:
-        """Deletes members no longer rendered; returns those that stay (opted out, or not deletable)."""
-        current = {it.key for it in plan.items}
-        parent_key = Key("", "Secret", parent.namespace, parent.name)
-        namespaces = sorted(parent.namespaces | {parent.namespace})
-        found: list[tuple[dict[str, Any], Resource]] = []
-        for group_kind in sorted(parent.group_kinds):
-            kind, _, group = group_kind.partition(".")
-            try:
-                res = self.api.resource_for_group_kind(group, kind)
-            except NoSuchKind:
-                continue  # the kind is gone (CRD deleted), and its objects with it
-            for namespace in namespaces if res.namespaced else [""]:
-                self._check_stop()
-                key = Key(group, kind, namespace, "")
-                listed = self._call(key, self.api.list, res, namespace, f"{PART_OF}={parent.id}")
-                for obj in listed:
-                    found_key = key_of(obj)
-                    if found_key in current:
-                        continue
-                    if found_key == parent_key or ID_LABEL in labels_of(obj):
-                        # A parent (this one, given the member label by an older run, or another set's)
-                        # holds an inventory: deleting it would orphan every member for good.
-                        self.emit(Prune(str(found_key), "kept", "an ApplySet parent is never pruned"))
-                        continue
-                    if found_key.namespace != namespace or name_problem(group, kind, found_key.name):
-                        raise InventoryError(
-                            f"listing {key.group_kind} in {namespace or 'the cluster'} returned "
-                            f"{found_key}, which is not an object of that listing; nothing was pruned"
-                        )
-                    found.append((obj, res))
-
-        def order(entry: tuple[dict[str, Any], Resource]) -> tuple[int, int, Key]:
-            obj = entry[0]
-            index = index_of(obj)  # later steps first; the unindexed first step goes last
-            return (1 if index is None else -index, -kind_rank(str(obj.get("kind"))), key_of(obj))
-
-        remaining: list[Key] = []
-        for obj, res in sorted(found, key=order):
-            key = key_of(obj)
-            if str(annotations_of(obj).get(jobs.PRUNE, "")).lower() == "disabled":
-                self.emit(Prune(str(key), "kept", f"{jobs.PRUNE}: disabled"))
-                remaining.append(key)
-                continue
-            guard = GUARDED.get((key.group, key.kind))
-            if guard is not None and not getattr(self.options, guard[0]):
-                self.emit(
-                    Prune(
-                        str(key), "kept", f"no longer rendered, but {guard[2]}: pass {guard[1]} to prune it"
-                    )
-                )
-                remaining.append(key)
-                continue
-            if self.options.dry_run:
-                self.emit(Prune(str(key), "deleted", dry_run=True))
-                result.pruned.append(str(key))
-                continue
-            self._check_stop()
-            uid = _uid_of(key, obj)
-            deleted = self._call(
-                key, self.api.delete, res, key.name, key.namespace, uid=uid, propagation="Background"
-            )
-            if not deleted:
-                self.emit(Prune(str(key), "skipped", "already gone, or replaced by a newer object"))
-                remaining.append(key)
-                continue
-            self.emit(Prune(str(key), "deleted"))
-            result.pruned.append(str(key))
-        return remaining
+        """Deletes members no longer rendered (prune.py); returns those that stay."""
+        pruned = prune(
+            self.api, plan, parent, self.options, emit=self.emit, call=self._call, check_stop=self._check_stop
+        )
+        result.pruned.extend(pruned.deleted)
+        return pruned.remaining
 
     # --- helpers -----------------------------------------------------------------------------------------
 
@@ -850,56 +773,9 @@ class Runner:
         try:
             return request(*args, **kwargs)
         except ApiStatusError as err:
-            raise _as_object_error(key, err) from None
+            raise as_object_error(key, err) from None
         except NoSuchKind as err:
             raise UnknownKind(str(key), str(err)) from None
-
-
-def _uid_of(key: Key, live: dict[str, Any]) -> str:
-    """The UID a delete of ``key`` is conditioned on, from ``live`` only if ``live`` is that object: a
-    delete must never reach an object other than the one whose name and namespace were checked."""
-    meta = live.get("metadata") or {}
-    if (str(meta.get("name", "")), str(meta.get("namespace") or "")) != (key.name, key.namespace):
-        raise ObjectError(str(key), "the API server answered with another object; not deleting anything")
-    uid = str(meta.get("uid") or "")
-    if not uid:
-        raise ObjectError(str(key), "the live object has no uid; not deleting it without one")
-    return uid
-
-
-def _forced(err: BaseException, item: Item) -> TypeGuard[InvalidObject]:
-    """A change the API server refuses in place, on an object annotated to be re-created for it."""
-    return (
-        isinstance(err, InvalidObject)
-        and jobs.is_immutable_error(str(err))
-        and jobs.enabled(item.annotations, jobs.FORCE)
-    )
-
-
-def _is_job(key: Key) -> bool:
-    return key.group == "batch" and key.kind == "Job"
-
-
-def _job_ref(key: Key) -> str:
-    return f"{key.namespace}/{key.name}"
-
-
-def renamed_run(item: Item, parent: Parent, wanted: str) -> tuple[JobRecord | None, str]:
-    """The record of this run under another hashed name of the same ``krmfn.dev/job-base-name``."""
-    base = item.annotations.get(jobs.JOB_BASE_NAME)
-    if not isinstance(base, str) or not base:
-        return None, ""
-    prefix = f"{item.key.namespace}/{trim_for_suffix(base, JOB_NAME_MAX - 9)}-"
-    for ref, record in sorted(parent.jobs.items()):
-        suffix = ref.removeprefix(prefix)
-        if ref.startswith(prefix) and len(suffix) == 8 and _same_run(record, wanted, item.obj):
-            return record, ref.partition("/")[2]
-    return None, ""
-
-
-def _same_run(record: JobRecord, wanted: str, job: dict[str, Any]) -> bool:
-    """Whether ``record`` is of the run ``job`` would start (a record of krmfn 0.1 hashed the whole spec)."""
-    return record.spec_hash == (jobs.legacy_spec_hash(job) if record.legacy else wanted)
 
 
 def _changed(before: dict[str, Any] | None, after: dict[str, Any]) -> bool:
@@ -914,58 +790,3 @@ def _changed(before: dict[str, Any] | None, after: dict[str, Any]) -> bool:
         return {**body, "labels": meta.get("labels") or {}, "annotations": meta.get("annotations") or {}}
 
     return before is None or view(before) != view(after)
-
-
-def _as_member(obj: dict[str, Any], applyset_id: str) -> dict[str, Any]:
-    copy = dict(obj)
-    meta = dict(obj["metadata"])
-    meta["labels"] = {**(meta.get("labels") or {}), PART_OF: applyset_id}
-    if meta.get("annotations"):
-        meta["annotations"] = dict(meta["annotations"])
-    copy["metadata"] = meta
-    return copy
-
-
-def _as_object_error(key: Key, err: ApiStatusError) -> ObjectError:
-    cause = err.message or f"{err.code} {err.reason}"
-    if err.code == 422:
-        return InvalidObject(str(key), f"invalid: {cause}", err.code)
-    if err.code == 403:
-        return Forbidden(str(key), f"forbidden: {cause}", err.code)
-    if err.code == 409 and err.reason == "Conflict" and "conflict" in cause.lower():
-        return ApplyConflict(str(key), f"{cause} (pass --force-conflicts to take the fields over)", err.code)
-    if err.code == 404 and key.namespace and err.message.startswith(f'namespaces "{key.namespace}"'):
-        return ObjectError(
-            str(key),
-            f"namespace {key.namespace} does not exist; add the Namespace to this step or an earlier one",
-            err.code,
-        )
-    if err.code == 404:
-        return ObjectError(str(key), f"not found: {cause}", err.code)
-    return ObjectError(str(key), f"{cause}", err.code)
-
-
-def _spec_changed(item: Item, cause: str) -> str:
-    """Why a Job's rendered spec differs from the live Job of the same name in fields a Job cannot
-    change (``cause``: the API server's words), and how to fix the layout."""
-    why = cause.removeprefix("invalid: ")
-    fields = f"the rendered spec differs from the live Job's in fields a Job cannot change ({why})"
-    force = f"or annotate the Job {jobs.FORCE[0]}: enabled to delete and re-create it"
-    base = item.annotations.get(JOB_BASE_NAME)
-    spec = item.obj.get("spec")
-    if not isinstance(base, str) or not base or not isinstance(spec, dict):
-        return f"{fields}; give every change a new Job name with hash-job-names, {force}"
-    carried, actual = name_hash(item.key.name, base), spec_hash(spec)
-    if carried is not None and carried != actual:
-        return (
-            f"{fields}: the name's hash {carried} does not match the rendered spec, which hashes to "
-            f"{actual}, so something changed the Job after hash-job-names named it (an overlay's image, "
-            "label or patch) and the changed Job kept the live one's name. Run hash-job-names after every "
-            "transformer that changes the Job (in the overlay that sets the final image, after set-image), "
-            f"{force}"
-        )
-    return (
-        f"{fields}: the live Job under this hashed name runs another spec, applied from a render whose "
-        "name did not match its spec (a Job changed after hash-job-names, since fixed) or changed on the "
-        f"cluster; delete it, {force}"
-    )

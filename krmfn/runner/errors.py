@@ -22,8 +22,13 @@ RunnerError (krmfn.errors)
 from __future__ import annotations
 
 import signal
+from typing import TYPE_CHECKING
 
 from krmfn.errors import RunnerError
+
+if TYPE_CHECKING:  # both import this module
+    from krmfn.runner.api import ApiStatusError
+    from krmfn.runner.plan import Key
 
 __all__ = [
     "ApplyConflict",
@@ -143,3 +148,22 @@ class Interrupted(RunnerError):
         name = signal.Signals(signum).name
         super().__init__(f"interrupted by {name} during {during}; nothing was pruned; run again to continue")
         self.signum = signum
+
+
+def as_object_error(key: Key, err: ApiStatusError) -> ObjectError:
+    cause = err.message or f"{err.code} {err.reason}"
+    if err.code == 422:
+        return InvalidObject(str(key), f"invalid: {cause}", err.code)
+    if err.code == 403:
+        return Forbidden(str(key), f"forbidden: {cause}", err.code)
+    if err.code == 409 and err.reason == "Conflict" and "conflict" in cause.lower():
+        return ApplyConflict(str(key), f"{cause} (pass --force-conflicts to take the fields over)", err.code)
+    if err.code == 404 and key.namespace and err.message.startswith(f'namespaces "{key.namespace}"'):
+        return ObjectError(
+            str(key),
+            f"namespace {key.namespace} does not exist; add the Namespace to this step or an earlier one",
+            err.code,
+        )
+    if err.code == 404:
+        return ObjectError(str(key), f"not found: {cause}", err.code)
+    return ObjectError(str(key), f"{cause}", err.code)

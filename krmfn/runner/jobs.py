@@ -7,10 +7,14 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
+from krmfn.jobhash import name_hash, spec_hash
 from krmfn.jobspec import digest, run_identity
-from krmfn.runner.applyset import Outcome
+from krmfn.k8snames import JOB_NAME_MAX, trim_for_suffix
+from krmfn.runner.applyset import JobRecord, Outcome, Parent
+from krmfn.runner.errors import InvalidObject
+from krmfn.runner.plan import Item, Key
 from krmfn.yamlio import plain
 
 SPEC_HASH = "krmfn.dev/applied-spec-hash"
@@ -199,3 +203,65 @@ def summary(problems: list[PodProblem]) -> str:
     if ignored:
         count += f" ({ignored} ignored by the podFailurePolicy)"
     return f"{count}, latest: {problems[-1].describe()}"
+
+
+# --- the engine's Job policy: which run a live Job or a record is, and what to say when it differs ---
+
+
+def forced(err: BaseException, item: Item) -> TypeGuard[InvalidObject]:
+    """A change the API server refuses in place, on an object annotated to be re-created for it."""
+    return (
+        isinstance(err, InvalidObject) and is_immutable_error(str(err)) and enabled(item.annotations, FORCE)
+    )
+
+
+def is_job(key: Key) -> bool:
+    return key.group == "batch" and key.kind == "Job"
+
+
+def job_ref(key: Key) -> str:
+    return f"{key.namespace}/{key.name}"
+
+
+def renamed_run(item: Item, parent: Parent, wanted: str) -> tuple[JobRecord | None, str]:
+    """The record of this run under another hashed name of the same ``krmfn.dev/job-base-name``."""
+    base = item.annotations.get(JOB_BASE_NAME)
+    if not isinstance(base, str) or not base:
+        return None, ""
+    prefix = f"{item.key.namespace}/{trim_for_suffix(base, JOB_NAME_MAX - 9)}-"
+    for ref, record in sorted(parent.jobs.items()):
+        suffix = ref.removeprefix(prefix)
+        if ref.startswith(prefix) and len(suffix) == 8 and same_run(record, wanted, item.obj):
+            return record, ref.partition("/")[2]
+    return None, ""
+
+
+def same_run(record: JobRecord, wanted: str, job: dict[str, Any]) -> bool:
+    """Whether ``record`` is of the run ``job`` would start (a record of krmfn 0.1 hashed the whole spec)."""
+    return record.spec_hash == (legacy_spec_hash(job) if record.legacy else wanted)
+
+
+def spec_changed(item: Item, cause: str) -> str:
+    """Why a Job's rendered spec differs from the live Job of the same name in fields a Job cannot
+    change (``cause``: the API server's words), and how to fix the layout."""
+    why = cause.removeprefix("invalid: ")
+    fields = f"the rendered spec differs from the live Job's in fields a Job cannot change ({why})"
+    force = f"or annotate the Job {FORCE[0]}: enabled to delete and re-create it"
+    base = item.annotations.get(JOB_BASE_NAME)
+    spec = item.obj.get("spec")
+    if not isinstance(base, str) or not base or not isinstance(spec, dict):
+        return f"{fields}; give every change a new Job name with hash-job-names, {force}"
+    carried, actual = name_hash(item.key.name, base), spec_hash(spec)
+    if carried is not None and carried != actual:
+        return (
+            f"{fields}: the name's hash {carried} does not match the rendered spec, which hashes to "
+            f"{actual}, so something changed the Job after hash-job-names named it (an overlay's image, "
+            "label or patch) and the changed Job kept the live one's name. Run hash-job-names after every "
+            "transformer that changes the Job (in the overlay that sets the final image, after set-image), "
+            f"{force}"
+        )
+    return (
+        f"{fields}: the live Job under this hashed name runs another spec, applied from a render whose "
+        "name did not match its spec (a Job changed after hash-job-names, since fixed) or changed on the "
+        f"cluster; delete it, {force}"
+    )
