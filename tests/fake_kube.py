@@ -39,7 +39,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from krmfn.runner.api import ApiStatusError, NoSuchKind, Resource, WatchEvent
-from krmfn.runner.engine import Options, Runner
+from krmfn.runner.errors import call
 from krmfn.runner.events import Event
 from krmfn.runner.inventory import Inventory, lease_of
 from krmfn.runner.lock import LEASE, RENEW, Lease
@@ -357,11 +357,11 @@ class Harness:
         sleep: Callable[[float], None] | None = None,
         check_stop: Callable[[], None] | None = None,
     ) -> Inventory:
-        """An inventory as the engine builds one, its requests mapped to errors by the engine's ``_call``.
+        """An inventory as the engine builds one, its requests mapped to errors by ``errors.call``.
         The lease is renewed every ``renew`` seconds of real time (the default: not during a test)."""
         inventory = Inventory(
             self.api, "krmfn", "apps", field_manager="krmfn", version="0.1.0",
-            call=Runner(self.api, Options(), self.events.append)._call, emit=self.events.append,
+            call=call, emit=self.events.append,
             check_stop=check_stop or (lambda: None), sleep=sleep or self.clock.sleep,
             monotonic=self.clock.monotonic, now=self.clock.now, lease=lease, renew=renew,
         )  # fmt: skip

@@ -18,10 +18,10 @@ from typing import Any
 from krmfn.kobj import annotations_of
 from krmfn.names import name_problem
 from krmfn.runner import jobs
-from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
+from krmfn.runner.api import Api, NoSuchKind, Resource
 from krmfn.runner.applyset import Parent, as_member
 from krmfn.runner.diff import Action, Change, action_of, comparable, file_name, masked
-from krmfn.runner.errors import InventoryError, NoInventory, ObjectError, UnknownKind, as_object_error
+from krmfn.runner.errors import InventoryError, NoInventory, ObjectError, UnknownKind, call
 from krmfn.runner.members import foreign_inventory, list_members
 from krmfn.runner.parallel import DEFAULT_CONCURRENCY, in_order
 from krmfn.runner.plan import Item, Key, Plan, Step, key_of
@@ -64,16 +64,6 @@ def read_parent(
             "not run this app here (check -n and --applyset)"
         )
     return Parent.from_live(name, namespace, "", live), live
-
-
-def call(key: Key, request: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-    """A request whose API errors name ``key`` (the engine's rule)."""
-    try:
-        return request(*args, **kwargs)
-    except ApiStatusError as err:
-        raise as_object_error(key, err) from None
-    except NoSuchKind as err:
-        raise UnknownKind(str(key), str(err)) from None
 
 
 class Differ:

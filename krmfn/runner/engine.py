@@ -34,6 +34,7 @@ from krmfn.runner.errors import (
     StepTimeout,
     UnknownKind,
     as_object_error,
+    call,
 )
 from krmfn.runner.events import (
     Apply,
@@ -258,7 +259,7 @@ class Runner:
         )
         self._inventory = inventory = Inventory(
             self.api, self.options.applyset, namespace,
-            field_manager=self.options.field_manager, version=self.options.version, call=self._call,
+            field_manager=self.options.field_manager, version=self.options.version, call=call,
             emit=self.emit, check_stop=self._check_stop, sleep=self.clock.sleep,
             monotonic=self.clock.monotonic, lease=self.options.lock_lease, renew=self.options.lock_lease / 4,
         )  # fmt: skip
@@ -298,9 +299,7 @@ class Runner:
             raise InventoryError(f"{foreign}; nothing was applied")
 
     def _members(self, parent: Parent, kinds: set[str], namespaces: set[str]) -> list[dict[str, Any]]:
-        listed = list_members(
-            self.api, parent, kinds, namespaces, call=self._call, check_stop=self._check_stop
-        )
+        listed = list_members(self.api, parent, kinds, namespaces, call=call, check_stop=self._check_stop)
         return [obj for obj, _ in listed]
 
     def _inventory_of(self) -> Inventory:
@@ -403,7 +402,7 @@ class Runner:
     ) -> Tracked:
         """``krmfn.dev/force`` on a change the API server refuses in place (any kind, as the Flux Operator
         does): delete the live object (foreground, with a UID precondition) and create it again."""
-        live = self._call(key, self.api.get, res, key.name, key.namespace)
+        live = call(key, self.api.get, res, key.name, key.namespace)
         detail = f"field is immutable; deleted and re-created (force): {why}"
         if self.options.dry_run or live is None:
             self._report_apply(step, key, "recreated", detail)
@@ -423,7 +422,7 @@ class Runner:
     def _ssa(
         self, key: Key, res: Resource, obj: dict[str, Any], dry_run: bool = False
     ) -> tuple[dict[str, Any], bool]:
-        return self._call(
+        return call(
             key, self.api.apply, res, obj, field_manager=self.options.field_manager,
             force=self.options.force_conflicts, dry_run=dry_run or self.options.dry_run,
         )  # fmt: skip
@@ -438,7 +437,7 @@ class Runner:
         if self.options.dry_run:
             raise UnknownKind(str(item.key), f"its CRD {crd.key.name} is not installed yet (server dry run)")
         crd_res = self._resources[crd.key]
-        crd_live = self._call(crd.key, self.api.get, crd_res, crd.key.name, "")
+        crd_live = call(crd.key, self.api.get, crd_res, crd.key.name, "")
         self._wait(step, [Tracked(crd.key, crd_res, crd_live)], self.clock.monotonic(), deadline, quiet=True)
         delay = 0.02
         while True:
@@ -463,7 +462,7 @@ class Runner:
             if not jobs.is_job(item.key) or not jobs.enabled(item.annotations, jobs.RECREATE_ON_FAILURE):
                 continue
             res = self._resources[item.key]
-            live = self._call(item.key, self.api.get, res, item.key.name, item.key.namespace)
+            live = call(item.key, self.api.get, res, item.key.name, item.key.namespace)
             if not jobs.is_failed(live) or live is None:
                 continue
             if self.options.dry_run:
@@ -493,7 +492,7 @@ class Runner:
         key, ref = item.key, jobs.job_ref(item.key)
         wanted = jobs.run_hash(item.obj)
         obj["metadata"].setdefault("annotations", {})[jobs.SPEC_HASH] = wanted
-        live = self._call(key, self.api.get, res, key.name, key.namespace)
+        live = call(key, self.api.get, res, key.name, key.namespace)
         if live is not None and (live.get("metadata") or {}).get("deletionTimestamp"):
             self._wait_gone(step, key, res, live, deadline)
             live = None
@@ -586,12 +585,12 @@ class Runner:
         self, step: Step, key: Key, res: Resource, live: dict[str, Any], deadline: float
     ) -> None:
         uid = uid_of(key, live)
-        self._call(key, self.api.delete, res, key.name, key.namespace, uid=uid, propagation="Foreground")
+        call(key, self.api.delete, res, key.name, key.namespace, uid=uid, propagation="Foreground")
         self._wait_gone(step, key, res, live, deadline)
 
     def _wait_gone(self, step: Step, key: Key, res: Resource, live: dict[str, Any], deadline: float) -> None:
         uid = (live.get("metadata") or {}).get("uid")
-        current = self._call(key, self.api.get, res, key.name, key.namespace)
+        current = call(key, self.api.get, res, key.name, key.namespace)
         if current is None or (current.get("metadata") or {}).get("uid") != uid:
             return
         watcher = Watcher(self.api, self.clock.sleep)
@@ -754,7 +753,7 @@ class Runner:
     def _prune(self, plan: Plan, parent: Parent, result: Result) -> list[Key]:
         """Deletes members no longer rendered (prune.py); returns those that stay."""
         pruned = prune(
-            self.api, plan, parent, self.options, emit=self.emit, call=self._call, check_stop=self._check_stop
+            self.api, plan, parent, self.options, emit=self.emit, call=call, check_stop=self._check_stop
         )
         result.pruned.extend(pruned.deleted)
         return pruned.remaining
@@ -768,14 +767,6 @@ class Runner:
             raise RunTimeout(self.options.timeout, self._during, waiting or [])
         if self._inventory is not None:
             self._inventory.check()
-
-    def _call(self, key: Key, request: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            return request(*args, **kwargs)
-        except ApiStatusError as err:
-            raise as_object_error(key, err) from None
-        except NoSuchKind as err:
-            raise UnknownKind(str(key), str(err)) from None
 
 
 def _changed(before: dict[str, Any] | None, after: dict[str, Any]) -> bool:

@@ -22,13 +22,17 @@ RunnerError (krmfn.errors)
 from __future__ import annotations
 
 import signal
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from krmfn.errors import RunnerError
+from krmfn.runner.api import ApiStatusError, NoSuchKind
 
-if TYPE_CHECKING:  # both import this module
-    from krmfn.runner.api import ApiStatusError
+if TYPE_CHECKING:  # it imports this module
     from krmfn.runner.plan import Key
+
+T = TypeVar("T")
+P = ParamSpec("P")
 
 __all__ = [
     "ApplyConflict",
@@ -167,3 +171,13 @@ def as_object_error(key: Key, err: ApiStatusError) -> ObjectError:
     if err.code == 404:
         return ObjectError(str(key), f"not found: {cause}", err.code)
     return ObjectError(str(key), f"{cause}", err.code)
+
+
+def call(key: Key, request: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """``request(*args, **kwargs)`` with its API errors as the ``ObjectError`` that names ``key``."""
+    try:
+        return request(*args, **kwargs)
+    except ApiStatusError as err:
+        raise as_object_error(key, err) from None
+    except NoSuchKind as err:
+        raise UnknownKind(str(key), str(err)) from None

@@ -162,7 +162,8 @@ def _name(args: argparse.Namespace) -> str:
 
 def collect(api: Any, name: str, namespace: str, now: datetime | None = None) -> Report:
     """Reads the parent and its members (GET and LIST only) into a report."""
-    from krmfn.runner.differ import call, read_parent
+    from krmfn.runner.differ import read_parent
+    from krmfn.runner.errors import call
     from krmfn.runner.inventory import lease_of
     from krmfn.runner.members import list_members
     from krmfn.runner.plan import key_of
