@@ -32,7 +32,7 @@ bash scripts/build-image.sh >/dev/null
 command -v kpt >/dev/null || { echo "error: kpt is required for the e2e tests (preinstalled on these machines)" >&2; exit 1; }
 
 bash tests/goyaml/build.sh >/dev/null  # the Go YAML readers of tests/test_yaml_types.py, into the cache
-echo "== ruff" && ruff check . && ruff format --check krmfn
+echo "== ruff" && ruff check . && ruff format --check .
 echo "== mypy" && mypy
 echo "== import contracts" && lint-imports
 echo "== pytest" && pytest "$@"
