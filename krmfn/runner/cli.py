@@ -21,6 +21,7 @@ from krmfn.errors import RunnerError
 from krmfn.runner.errors import Interrupted, SourceError
 from krmfn.runner.events import Error
 from krmfn.runner.identity import Identity, identify
+from krmfn.runner.joblogs import DEFAULT_LINES
 from krmfn.runner.plan import Plan, build_plan, check_applyset
 from krmfn.runner.printers import format_plan, make_printer, plan_data
 from krmfn.runner.source import kustomize_build, read_files
@@ -45,6 +46,19 @@ def _duration(text: str) -> float:
     if nanos <= 0:
         raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
     return nanos / SECOND
+
+
+MAX_LOG_LINES = 1000
+
+
+def _log_lines(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= value <= MAX_LOG_LINES:
+        raise argparse.ArgumentTypeError(f"must be between 0 and {MAX_LOG_LINES}: {text!r}")
+    return value
 
 
 EXIT_CODES = {
@@ -138,6 +152,9 @@ def parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("--prune-crds", action="store_true",
                        help="also prune CustomResourceDefinitions no longer rendered (deletes their custom "
                        "resources)")  # fmt: skip
+        p.add_argument("--log-lines", type=_log_lines, default=DEFAULT_LINES, metavar="N",
+                       help="last log lines of each failed container of a failed Job, in the error and "
+                       f"the status event (default {DEFAULT_LINES}; 0: none)")  # fmt: skip
         p.add_argument("--wait-for-lock", type=_duration, default=0.0, metavar="DURATION",
                        help="wait this long for another run on the same inventory to finish "
                        "(default: fail at once)")  # fmt: skip
@@ -272,6 +289,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         prune=args.prune,
         lock_wait=args.wait_for_lock,
         timeout=args.timeout,
+        log_lines=args.log_lines,
     )
     runner = Runner(api, options, printer)
 

@@ -22,7 +22,7 @@ from krmfn.jobhash import name_hash, spec_hash
 from krmfn.k8snames import JOB_NAME_MAX, trim_for_suffix
 from krmfn.kobj import annotations_of, labels_of
 from krmfn.names import name_problem
-from krmfn.runner import jobs
+from krmfn.runner import joblogs, jobs
 from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
 from krmfn.runner.applyset import ID_LABEL, PART_OF, JobRecord, Outcome, Parent
 from krmfn.runner.errors import (
@@ -115,6 +115,8 @@ class Options:
     """Seconds the inventory lock lasts unless renewed (every quarter of it)."""
     timeout: float = 0.0
     """Seconds the whole run may take (``--timeout``); 0: no bound but the steps' own timeouts."""
+    log_lines: int = joblogs.DEFAULT_LINES
+    """Last log lines of each failed container of a failed Job, in the error (``--log-lines``; 0: none)."""
 
 
 @dataclass
@@ -146,6 +148,8 @@ class Tracked:
     problems: list[jobs.PodProblem] = field(default_factory=list)
     """A Job's pod failures seen while waiting: kept, since the pods may be gone when the Job fails."""
     polled: float = -1.0
+    failure: tuple[Health, list[joblogs.ContainerLog]] | None = None
+    """A failed Job's health with its pods' failures and log lines, looked up once."""
 
 
 class Runner:
@@ -626,7 +630,7 @@ class Runner:
         try:
             for t in tracked:
                 states[t.key] = self._health(t, t.live)
-                self._status(step, t.key, states[t.key], started, quiet)
+                self._status(step, t.key, states[t.key], started, quiet, t=t)
                 self._settle(step, t, t.live, states[t.key])
                 if not states[t.key].done:
                     version = str(((t.live or {}).get("metadata") or {}).get("resourceVersion", ""))
@@ -640,7 +644,7 @@ class Runner:
                         new = self._health(t, t.live)
                         if new != states[t.key]:
                             states[t.key] = new
-                            self._status(step, t.key, new, started, quiet)
+                            self._status(step, t.key, new, started, quiet, t=t)
                 waiting = [(str(k), h.message) for k, h in states.items() if not h.done]
                 update = self._next(watcher, deadline, step, waiting)
                 if update is None:
@@ -655,7 +659,7 @@ class Runner:
                     new = Health("in-progress", "deleted; waiting for it to come back")
                 if new != states[key]:
                     states[key] = new
-                    self._status(step, key, new, started, quiet)
+                    self._status(step, key, new, started, quiet, t=t)
                 self._settle(step, t, obj, new)
         finally:
             watcher.close()
@@ -668,6 +672,10 @@ class Runner:
         found = health(live)
         if _is_job(t.key) and found.state == "in-progress" and t.problems:
             return Health(found.state, f"{found.message}; {jobs.summary(t.problems)}")
+        if _is_job(t.key) and found.state == "failed" and live is not None:
+            if t.failure is None:
+                t.failure = self._job_failure(t, live, found)
+            return t.failure[0]
         return found
 
     def _poll_pods(self, t: Tracked) -> bool:
@@ -708,18 +716,15 @@ class Runner:
         except queue.Empty:
             return None
 
-    def _status(self, step: Step, key: Key, state: Health, started: float, quiet: bool) -> None:
+    def _status(
+        self, step: Step, key: Key, state: Health, started: float, quiet: bool, *, t: Tracked | None = None
+    ) -> None:
         if not quiet:
-            self.emit(
-                Status(
-                    step.index,
-                    step.name,
-                    str(key),
-                    state.state,
-                    state.message,
-                    self.clock.monotonic() - started,
-                )
-            )
+            logs = None
+            if t is not None and t.failure is not None and t.failure[0] == state and t.failure[1]:
+                logs = [log.to_dict() for log in t.failure[1]]
+            elapsed = self.clock.monotonic() - started
+            self.emit(Status(step.index, step.name, str(key), state.state, state.message, elapsed, logs))
 
     def _settle(self, step: Step, t: Tracked, live: dict[str, Any] | None, state: Health) -> None:
         """A Job's outcome goes into the inventory's record as soon as it is known; a failure ends the
@@ -734,23 +739,21 @@ class Runner:
                 self._write_parent(parent)
         if state.state != "failed":
             return
-        reason = state.message
-        if _is_job(t.key) and live is not None:
-            reason += self._job_failure_details(t, live)
-        raise StepFailed(step.name, str(t.key), reason)
+        raise StepFailed(step.name, str(t.key), state.message)
 
-    def _job_failure_details(self, t: Tracked, job: dict[str, Any]) -> str:
-        found = jobs.pod_problems(self._job_pods(t.key, job), job.get("spec") or {}) or t.problems
-        parts = []
-        for problem in found[-3:]:
-            text = problem.describe()
-            if problem.container:
-                log = self.api.logs(problem.pod, t.key.namespace, problem.container, 5, problem.previous)
-                if log and log.strip():
-                    which = "last log lines before the restart" if problem.previous else "last log lines"
-                    text += f" | {which}: " + " / ".join(log.strip().splitlines()[-5:])
-            parts.append(text)
-        return "; " + "; ".join(parts) if parts else ""
+    def _job_failure(
+        self, t: Tracked, job: dict[str, Any], found: Health
+    ) -> tuple[Health, list[joblogs.ContainerLog]]:
+        """The failed Job's health with its pods' exit codes and last log lines (joblogs.py)."""
+        problems = jobs.pod_problems(self._job_pods(t.key, job), job.get("spec") or {}) or t.problems
+
+        def fetch(pod: str, container: str, lines: int, previous: bool) -> str | None:
+            return self.api.logs(pod, t.key.namespace, container, lines, previous)
+
+        collected = joblogs.collect(problems, fetch, self.options.log_lines)
+        parts = [joblogs.describe(problem, log) for problem, log in collected]
+        message = found.message + ("; " + "; ".join(parts) if parts else "")
+        return Health("failed", message), [log for _, log in collected if log is not None]
 
     # --- prune -------------------------------------------------------------------------------------------
 
