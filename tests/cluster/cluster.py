@@ -235,7 +235,10 @@ def write_container_logs(directory: Path) -> Path:
     files = {"counted": COUNTED_LOG, "previous": PREVIOUS_LOG, "hostile": HOSTILE_LOG, "quiet": ()}
     for name, lines in files.items():
         (directory / f"{name}.log").write_text(cri(lines), encoding="utf-8")
-    path = lambda name: json.dumps(str(directory / f"{name}.log"))  # noqa: E731
+
+    def path(name: str) -> str:
+        return json.dumps(str(directory / f"{name}.log"))  # a YAML string, whatever the directory
+
     config = directory / "cluster-logs.yaml"
     config.write_text(
         "apiVersion: kwok.x-k8s.io/v1alpha1\nkind: ClusterLogs\nmetadata: {name: krmfn-test-logs}\nspec:\n"
