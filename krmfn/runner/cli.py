@@ -30,6 +30,7 @@ from krmfn.terminal import safe_line
 if TYPE_CHECKING:
     from krmfn.runner.api import Api
     from krmfn.runner.engine import Result
+    from krmfn.runner.healthexprs import HealthChecks
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -120,6 +121,10 @@ def parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("--timeout", type=_duration, default=0.0, metavar="DURATION",
                        help="bound the whole run, lock wait and prune included (default: none; each step "
                        "keeps its own timeout within it)")  # fmt: skip
+    p.add_argument("--health-checks", metavar="FILE",
+                   help="CEL health checks for custom resources, Flux's healthCheckExprs: a list of "
+                   "{apiVersion, kind, current, inProgress, failed}, or a document with healthCheckExprs: "
+                   "(docs/runner.md#health-checks-in-cel)")  # fmt: skip
     p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=None,
                    help="wait for the final step's health (default: its krmfn.dev/wait)")  # fmt: skip
     p.add_argument("-o", "--output", choices=["text", "json"], default="text",
@@ -200,10 +205,18 @@ def _make_plan(args: argparse.Namespace, docs: list[Any], namespace: str) -> Pla
     return build_plan(docs, namespace=namespace, default_timeout=args.step_timeout, wait=args.wait)
 
 
+def _health_checks(args: argparse.Namespace, docs: list[Any]) -> HealthChecks:
+    """Every health check expression compiled, before any connection (an input error otherwise)."""
+    from krmfn.runner.healthexprs import load
+
+    return load(args.health_checks, docs)
+
+
 def _plan(args: argparse.Namespace, docs: list[Any]) -> int:
     namespace = args.namespace or _kubeconfig_namespace(args)
     try:
         plan = _make_plan(args, docs, namespace)
+        _health_checks(args, docs)
     except RunnerError as err:
         _fail("plan", err)
         return EXIT_USAGE
@@ -251,6 +264,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         plan = _make_plan(args, docs, args.namespace or "default")
         identity = _identity(args, docs)
         check_applyset(plan, identity.name, args.namespace)
+        health_checks = _health_checks(args, docs)
     except RunnerError as err:
         _fail("apply", err)
         return EXIT_USAGE
@@ -290,6 +304,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         lock_wait=args.wait_for_lock,
         timeout=args.timeout,
         log_lines=args.log_lines,
+        health_checks=health_checks,
     )
     runner = Runner(api, options, printer)
 

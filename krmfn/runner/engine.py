@@ -50,6 +50,7 @@ from krmfn.runner.events import (
     Wait,
 )
 from krmfn.runner.events import Inventory as InventoryEvent
+from krmfn.runner.healthexprs import HealthChecks
 from krmfn.runner.inventory import Inventory
 from krmfn.runner.lock import LEASE
 from krmfn.runner.plan import Item, Key, Plan, Step, key_of, kind_rank
@@ -115,6 +116,8 @@ class Options:
     """Seconds the inventory lock lasts unless renewed (every quarter of it)."""
     timeout: float = 0.0
     """Seconds the whole run may take (``--timeout``); 0: no bound but the steps' own timeouts."""
+    health_checks: HealthChecks | None = None
+    """Health check expressions by kind (``--health-checks`` and the stream's, healthexprs.py)."""
     log_lines: int = joblogs.DEFAULT_LINES
     """Last log lines of each failed container of a failed Job, in the error (``--log-lines``; 0: none)."""
 
@@ -669,7 +672,7 @@ class Runner:
         podFailurePolicy ignores them, or one restarting in place, shows them long before it fails)."""
         if t.settled is not None:
             return t.settled
-        found = health(live)
+        found = self._judge(live)
         if _is_job(t.key) and found.state == "in-progress" and t.problems:
             return Health(found.state, f"{found.message}; {jobs.summary(t.problems)}")
         if _is_job(t.key) and found.state == "failed" and live is not None:
@@ -677,6 +680,16 @@ class Runner:
                 t.failure = self._job_failure(t, live, found)
             return t.failure[0]
         return found
+
+    def _judge(self, live: dict[str, Any] | None) -> Health:
+        """The object's own health: by its kind's health check expressions if there are any
+        (healthexprs.py), else by the built-in rules (status.py)."""
+        checks = self.options.health_checks
+        if checks and live is not None and not (live.get("metadata") or {}).get("deletionTimestamp"):
+            custom = checks.judge(live)
+            if custom is not None:
+                return custom
+        return health(live)
 
     def _poll_pods(self, t: Tracked) -> bool:
         """Lists the pods of the running Job ``t`` at most every POD_POLL seconds; whether its pod
