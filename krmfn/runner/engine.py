@@ -214,7 +214,15 @@ class Runner:
         self._check_adoption(plan, parent)
         for step in plan.steps:
             self._step = step.index
-            self._run_step(step, parent, result)
+            try:
+                self._run_step(step, parent, result)
+            except (Interrupted, RunTimeout):
+                raise  # stopped from outside: nothing more is applied, on-failure steps included
+            except RunnerError as err:
+                if plan.on_failure:
+                    self._run_on_failure(plan, parent, result, err)
+                    self._step = step.index  # the run failed in this step, whatever ran after it
+                raise
             result.steps_done += 1
         self._step = -1
         remaining: list[Key] | None = None  # members not rendered that stay; None: not looked (--no-prune)
@@ -232,6 +240,37 @@ class Runner:
                 parent.namespaces = {key.namespace for key in members if key.namespace}
             self._during = "recording the inventory"
             self._inventory_of().close(parent)
+
+    def _run_on_failure(self, plan: Plan, parent: Parent, result: Result, failure: RunnerError) -> None:
+        """The on-failure steps, in order, each applied and waited for, after a step failed. Their
+        finished Jobs run again (a notification per failure); a failure of theirs is added to the step's
+        error, which stays the run's."""
+        for step in plan.on_failure:
+            self._step = step.index
+            try:
+                self._rerun_finished_jobs(step, parent)
+                self._run_step(step, parent, result)
+            except (Interrupted, RunTimeout):
+                raise
+            except RunnerError as err:
+                failure.args = (f"{failure}; then the on-failure step {step.name} failed too: {err}",)
+                return
+
+    def _rerun_finished_jobs(self, step: Step, parent: Parent) -> None:
+        """An on-failure step's Jobs run on every failure: a finished one is deleted, and the record of
+        its run forgotten (one deleted by its TTL would otherwise be skipped as already run)."""
+        deadline = self.clock.monotonic() + step.timeout
+        for item in step.items:
+            res = self._resources.get(item.key)
+            if not _is_job(item.key) or res is None or self.options.dry_run:
+                continue
+            parent.jobs.pop(_job_ref(item.key), None)
+            live = self._call(item.key, self.api.get, res, item.key.name, item.key.namespace)
+            if live is not None and jobs.outcome_of(live) is not None:
+                self._delete_and_wait(step, item.key, res, live, deadline)
+                self.emit(
+                    Apply(step.index, step.name, str(item.key), "deleted", "finished before; runs again")
+                )
 
     def _resolve(self, plan: Plan) -> None:
         """Discovery for every object before anything is applied, so an unknown kind fails the run
