@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from krmfn.runner.cli import main
-from krmfn.runner.healthexprs import MAX_EXPRESSION, HealthCheckError, HealthChecks, load
+from krmfn.runner.healthexprs import MAX_ENTRIES, MAX_EXPRESSION, HealthCheckError, HealthChecks, load
 from krmfn.yamlio import dump_all_fast
 
 # Flux's Kustomization docs, "Health check expressions": cert-manager's Certificate, as they write it.
@@ -147,6 +147,7 @@ BAD_ENTRIES: list[tuple[Any, str]] = [
     ),
     ([{**GOOD, "inProgress": "status.x == 'a"}], "inProgress `status.x == 'a` does not compile"),
     ([GOOD, GOOD], "entry 2 (Widget.example.com): a second health check for Widget.example.com (the first: "),
+    ([GOOD] * (MAX_ENTRIES + 1), f"{MAX_ENTRIES + 1} health checks, more than {MAX_ENTRIES} (one per kind)"),
 ]
 
 
