@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,8 @@ def objects(count: int) -> list[dict[str, Any]]:
 
 def resource_list(count: int, function_config: dict[str, Any] | None = None, kpt: bool = False) -> str:
     items = objects(count)
-    if kpt:  # what kpt adds, so the functions pick the fidelity path as they would under kpt
+    if kpt:  # what kpt sends: each item from its own document (no aliases across items), annotated
+        items = [copy.deepcopy(item) for item in items]
         for index, item in enumerate(items):
             item["metadata"]["annotations"] = {
                 "config.kubernetes.io/index": str(index),

@@ -21,7 +21,7 @@ from krmfn import config as cfg
 from krmfn.clihelp import FUNCTION_EXIT_CODES, epilog
 from krmfn.errors import ConfigError, InputError, KrmfnError
 from krmfn.limits import Limits
-from krmfn.resourcelist import ResourceList, choose_mode, formatting_warning, parse, serialize, under_kpt
+from krmfn.resourcelist import ResourceList, choose_mode, parse, serialize, under_kpt
 from krmfn.results import Result
 from krmfn.yamlio import load_documents
 
@@ -212,9 +212,6 @@ def process_text(text: str, body: Callable[[ResourceList], None], mode: str | No
         return _unreadable(str(err), {"reason": type(err).__name__}, text)
     except Exception as err:  # a bug in reading must not become a traceback either
         return _unreadable(_internal(err), text=text)
-    rewritten = formatting_warning(text, chosen, mode)
-    if rewritten:
-        rl.results.warning(rewritten)
     try:
         body(rl)
     except KrmfnError as err:

@@ -393,3 +393,16 @@ class Names:
         if len({final_name(c) for c in candidates}) == 1:
             return candidates[0]
         return None  # kustomize stops with "found multiple possible referrals"
+
+
+def as_built(obj: Obj, names: Names) -> dict[str, Any]:
+    """A plain copy of ``obj`` with every name reference kustomize will rewrite already rewritten (a
+    generated ConfigMap's hash suffix, a ServiceAccount's namePrefix): the object as the build writes it.
+    A Job's name hash is computed over this, so hash-job-names and validate-jobs agree with each other
+    inside a kustomization and in a pipe after the build."""
+    copy: dict[str, Any] = plain(obj)
+    for field in name_fields(copy):
+        target = names.resolve(obj, field.target, field.value)
+        if target is not None:
+            field.parent[field.key] = final_name(target)
+    return copy

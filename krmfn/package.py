@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from krmfn.errors import InputError, PipelineError
+from krmfn import yamledit
+from krmfn.errors import KrmfnError, PipelineError
 from krmfn.kobj import Obj, annotations_of, is_kustomization, metadata, ref_of
 from krmfn.limits import Limits
 from krmfn.resourcelist import item_problem
-from krmfn.yamlio import Mode, check_size, dump_fast, load_all_fast, load_all_fidelity
+from krmfn.yamlio import Mode, check_size, dump_fast, load_all_fast
 
 PATH = "config.kubernetes.io/path"
 INDEX = "config.kubernetes.io/index"
@@ -47,6 +48,8 @@ class Package:
     """The resource files read, relative to the package, so write-back can remove emptied ones."""
     items: list[Obj] = field(default_factory=list)
     subpackages: list[Package] = field(default_factory=list)
+    sources: dict[str, yamledit.Source] = field(default_factory=dict)
+    """Each file's text as read (fidelity mode), so write-back edits it instead of re-emitting it."""
 
 
 def read(directory: Path, mode: Mode, limits: Limits | None = None) -> Package:
@@ -60,7 +63,7 @@ def read(directory: Path, mode: Mode, limits: Limits | None = None) -> Package:
             package.subpackages.append(read(package.directory / relative, mode, limits))
             continue
         package.files.append(relative)
-        package.items.extend(_read_file(package.directory, relative, mode, limits))
+        package.items.extend(_read_file(package, relative, mode, limits))
     kptfiles = [o for o in package.items if annotations_of(o).get(I_PATH) == KPTFILE]
     if len(kptfiles) != 1 or kptfiles[0].get("kind") != KPTFILE:
         raise PipelineError(f"{directory / KPTFILE}: expected exactly one object of kind Kptfile")
@@ -149,14 +152,20 @@ class _Ignore:
         return False
 
 
-def _read_file(package_dir: Path, relative: str, mode: Mode, limits: Limits) -> list[Obj]:
+def _read_file(package: Package, relative: str, mode: Mode, limits: Limits) -> list[Obj]:
+    package_dir = package.directory
     path = package_dir / relative
     text = path.read_text(encoding="utf-8")
-    check_size(text, limits, mode)
+    check_size(text, limits)  # the faithful writer reads at the fast path's cost: one limit
     chunks = _documents(text)
     try:
-        docs = list(load_all_fast(text, limits)) if mode == "fast" else load_all_fidelity(text, limits)
-    except InputError as err:
+        if mode == "fast":
+            docs = list(load_all_fast(text, limits))
+        else:
+            source = yamledit.load(text, limits)
+            package.sources[relative] = source
+            docs = [d.value for d in source.documents]
+    except (KrmfnError, PipelineError) as err:
         raise PipelineError(f"{path}: {err}") from None
     items: list[Obj] = []
     present = [d for d in docs if d is not None]
@@ -278,17 +287,27 @@ def location(obj: Obj, default_package: Path) -> tuple[Path, str, int]:
 
 def write(root: Package, items: list[Obj], mode: Mode) -> list[Path]:
     """Write ``items`` back into the package tree; returns the files written or removed. Every target
-    is checked before anything is written: inside the package root, through no symlink."""
+    is checked before anything is written: inside the package root, through no symlink.
+
+    In fidelity mode a file whose objects were read from it is its own text with only the changes
+    spliced in (see ``krmfn.yamledit``): untouched files and documents stay byte for byte."""
     files: dict[tuple[Path, str], list[tuple[int, str, Obj]]] = {}
     for obj in items:
         package, relative, index = location(obj, root.directory)
         _check_target(root.directory, package, relative, obj)
         indent = str(annotations_of(obj).get(SEQINDENT) or "compact")
         files.setdefault((package, relative), []).append((index, indent, obj))
+    origins = _origins(root) if mode == "fidelity" else {}
     touched: list[Path] = []
     for (package, relative), entries in files.items():
         entries.sort(key=lambda e: e[0])
-        text = "---\n".join(dump_one(strip(obj), indent, mode) for _, indent, obj in entries)
+        objects = [(indent, obj, origins.get(id(obj))) for _, indent, obj in entries]
+        for _, obj, _ in objects:
+            strip(obj)
+        if mode == "fidelity":
+            text = _file_text(objects, kpt_format=True)
+        else:
+            text = "---\n".join(dump_one(obj, indent, mode) for indent, obj, _ in objects)
         path = package / relative
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -319,6 +338,58 @@ def _check_target(root: Path, package: Path, relative: str, obj: Obj) -> None:
         )
 
 
+Origin = tuple[yamledit.Source, int]
+
+
+def _origins(root: Package) -> dict[int, Origin]:
+    """Each object read in fidelity mode -> (its file's source, its document number), by identity:
+    functions edit the objects they are given in place."""
+    found: dict[int, Origin] = {}
+    for package in _packages(root):
+        for source in package.sources.values():
+            for number, doc in enumerate(source.documents):
+                if isinstance(doc.value, dict):
+                    found[id(doc.value)] = (source, number)
+    return found
+
+
+def _file_text(objects: list[tuple[str, Obj, Origin | None]], *, kpt_format: bool = False) -> str:
+    """A file's new text: each object's own document edited, new objects written in the file's style.
+
+    ``kpt_format``: as ``kpt fn render`` writes the file. kpt re-emits every document of a package
+    through go-yaml v3, untouched ones too: one space before a line comment, ``- x`` for ``-   x``,
+    head comments at the next node's indentation. ``krmfn render --in-place`` promises kpt's bytes, so
+    each document is passed through the round-trip emitter configured as kpt writes (krmfn.yamlrt):
+    the splice keeps what changed minimal, the emitter lays it out as kpt would."""
+    writers: dict[int, yamledit.Writer] = {}
+    texts: list[str] = []
+    used: set[tuple[int, int]] = set()
+    for indent, obj, origin in objects:
+        if origin is not None and (id(origin[0]), origin[1]) not in used:
+            used.add((id(origin[0]), origin[1]))
+            writer = writers.setdefault(id(origin[0]), yamledit.Writer(origin[0]))
+            text = writer.document(origin[1], obj)
+        else:
+            text = yamledit.dump_new(obj, wide=indent == "wide")
+        texts.append(_as_kpt_writes(text, indent) if kpt_format else text)
+    return "---\n".join(texts) if kpt_format else yamledit.join(texts)
+
+
+def _as_kpt_writes(text: str, indent: str) -> str:
+    from krmfn import yamlrt  # the round-trip emitter: only --in-place needs it
+
+    try:
+        return yamlrt.dump_document(yamlrt.load(text), indent)
+    except Exception:  # ruamel refuses some valid YAML (a tab before a comment): the
+        return text  # faithful text, already checked to hold the object, is right if not kpt's layout
+
+
+def stream_text(root: Package, objects: list[Obj]) -> str:
+    """Objects (bookkeeping stripped) as one stream, each in its own document's text where it has one."""
+    origins = _origins(root)
+    return _file_text([("compact", obj, origins.get(id(obj))) for obj in objects])
+
+
 def _packages(root: Package) -> Iterator[Package]:
     yield root
     for sub in root.subpackages:
@@ -326,13 +397,10 @@ def _packages(root: Package) -> Iterator[Package]:
 
 
 def dump_one(doc: Obj, indent: str, mode: Mode) -> str:
-    """One document of a package file, through the one YAML layer (the fidelity path's configured
-    ruamel: Go-style octal, dates as text, kpt's flow style), so ``--in-place`` writes what kpt writes."""
+    """One object written anew (the fast path; fidelity mode writes objects from their own text)."""
     if mode == "fast":
         return dump_fast(doc)
-    from krmfn import yamlrt
-
-    return yamlrt.dump_document(doc, indent)
+    return yamledit.dump_new(doc, wide=indent == "wide")
 
 
 Shape = tuple[list[Any], dict[Any, "Shape"]] | list["Shape"] | None

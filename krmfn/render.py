@@ -34,8 +34,8 @@ Prints the rendered objects (no Kptfile, no local config, no kpt bookkeeping ann
 multi-document YAML stream.
 
   --in-place        write the package files back as `kpt fn render` does, instead of printing
-  --yaml MODE       fast (default for stdout) or fidelity (comments and quotes kept; the default
-                    and the only choice with --in-place)
+  --yaml MODE       fidelity (the default: each object keeps its file's text, only changes are
+                    edited in) or fast (every object re-emitted; for debugging, stdout only)
   --results-dir D   write D/results.yaml (kpt's FunctionResultList) with every function's results
   -h, --help        print this help
 """
@@ -121,7 +121,7 @@ def main(argv: list[str], stdout: TextIO | None = None, stderr: TextIO | None = 
             err.write(f"krmfn render: {problem}\n")
             return 1
     else:
-        out.write(stream(rendered.items, options.mode))
+        out.write(stream(rendered.items, options.mode, package))
     return 0
 
 
@@ -158,7 +158,7 @@ def parse_args(args: list[str]) -> Options:
         raise _Usage(f"--yaml {mode!r}: expected fast or fidelity")
     if in_place and mode == "fast":
         raise _Usage("--in-place keeps comments and quoting, so it needs --yaml fidelity")
-    chosen: Mode = "fidelity" if in_place or mode == "fidelity" else "fast"
+    chosen: Mode = "fast" if mode == "fast" else "fidelity"
     return Options(Path(directory), in_place, chosen, results_dir)
 
 
@@ -276,11 +276,12 @@ def _name(entry: dict[str, Any]) -> str:
     return str(entry.get("exec") or entry.get("image") or "?")
 
 
-def stream(items: list[Obj], mode: Mode) -> str:
+def stream(items: list[Obj], mode: Mode, package: pkg.Package | None = None) -> str:
     """The rendered objects a cluster would receive: no Kptfile, no local config, no bookkeeping."""
     kept = [pkg.strip(obj) for obj in items if not is_local_config(obj)]
-    indent = "compact"
-    return "---\n".join(pkg.dump_one(obj, indent, mode) for obj in kept)
+    if mode == "fidelity" and package is not None:
+        return pkg.stream_text(package, kept)
+    return "---\n".join(pkg.dump_one(obj, "compact", "fast") for obj in kept)
 
 
 def write_results(directory: Path, rendered: Rendered) -> None:

@@ -6,21 +6,18 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from krmfn import yamledit
 from krmfn.errors import ResourceListError
 from krmfn.kobj import Obj, is_kustomization, is_list_kind, ref_of
 from krmfn.limits import Limits
 from krmfn.results import Results
-from krmfn.yamlio import Mode, dump, dump_all_fast, load, load_documents
+from krmfn.yamledit import Source
+from krmfn.yamlio import Mode, dump_all_fast, dump_fast, load_documents
 
 API_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1")
 MODE_ENV = "KRMFN_YAML"
-# kpt records each file's sequence indentation so it can write files back; kustomize (which shares the
-# other bookkeeping annotations with kpt) never sets it. Its presence means `kpt fn render|eval`.
+# What kpt puts on every item it sends (kustomize does not): tells whose ResourceList this is.
 _KPT_MARKERS = ("internal.config.kubernetes.io/seqindent",)
-# ruamel's round trip reads ~200 items/s and holds ~90 KB per item (BENCHMARKS.md): past ~1,600 items
-# a kpt render would take seconds per function and hundreds of MB, so large lists take the fast path.
-FIDELITY_MAX_BYTES = Limits().max_fidelity_bytes
-_FIDELITY_HINT = " (a plain stream of objects is read on the fast path only)"
 
 
 @dataclass
@@ -31,6 +28,8 @@ class ResourceList:
     root: dict[str, Any] = field(default_factory=dict)
     stream: bool = False
     """Read from a plain stream of objects (``kustomize build | fn``): written back as one."""
+    source: Source | None = None
+    """The text it was read from, so the faithful writer can edit it instead of re-emitting it."""
 
     @classmethod
     def empty(cls) -> ResourceList:
@@ -38,15 +37,15 @@ class ResourceList:
 
 
 def choose_mode(text: str, requested: str | None = None) -> Mode:
-    """``fast``/``fidelity`` when asked (flag, then $KRMFN_YAML); otherwise fidelity under kpt only."""
+    """``fidelity`` (the faithful writer) unless ``fast`` is asked for (flag, then $KRMFN_YAML): the
+    fast path re-emits every document and is kept only to compare against, for debugging."""
+    del text  # the choice no longer depends on the input: the faithful writer is as fast at any size
     choice = (requested or os.environ.get(MODE_ENV) or "auto").strip().lower()
     if choice in ("fast", "fidelity"):
         return choice  # type: ignore[return-value]
     if choice != "auto":
         raise ResourceListError(f"{MODE_ENV}={choice!r}: expected fast, fidelity or auto")
-    if under_kpt(text) and len(text) <= FIDELITY_MAX_BYTES:
-        return "fidelity"
-    return "fast"
+    return "fidelity"
 
 
 def under_kpt(text: str) -> bool:
@@ -54,25 +53,17 @@ def under_kpt(text: str) -> bool:
     return any(marker in text for marker in _KPT_MARKERS) and "ResourceList" in text
 
 
-def formatting_warning(text: str, mode: Mode, requested: str | None = None) -> str:
-    """Why the output's formatting will differ from the input's, when kpt will write it to files: a
-    large list read under kpt takes the fast path (""), which rewrites every file's formatting."""
-    choice = (requested or os.environ.get(MODE_ENV) or "auto").strip().lower()
-    if mode != "fast" or choice != "auto" or not under_kpt(text) or len(text) <= FIDELITY_MAX_BYTES:
-        return ""
-    return (
-        f"the input is {len(text):,} bytes, over the {FIDELITY_MAX_BYTES // (1024 * 1024)} MiB the "
-        "fidelity YAML path takes, so the fast path wrote it: the formatting of every file (comments, "
-        "quoting, flow style) is rewritten, not only what changed (to keep it, raise "
-        f"KRMFN_MAX_FIDELITY_BYTES and set {MODE_ENV}=fidelity: slower, and ~150 bytes of memory per byte)"
-    )
-
-
 def parse(text: str, mode: Mode, limits: Limits) -> ResourceList:
-    """A ResourceList, or on the fast path a plain stream of KRM objects (what kyaml's reader accepts)."""
-    if mode == "fidelity":
-        return _resource_list(load(text, mode, limits), limits)
-    docs = [doc for doc in load_documents(text, limits) if doc is not None]
+    """A ResourceList or a plain stream of KRM objects (what kyaml's reader accepts). On the fidelity
+    path the text is kept, so ``serialize`` can write back only what changed."""
+    source = yamledit.load(text, limits) if mode == "fidelity" else None
+    read = [d.value for d in source.documents] if source else load_documents(text, limits)
+    rl = _from_documents([doc for doc in read if doc is not None], limits)
+    rl.source = source
+    return rl
+
+
+def _from_documents(docs: list[Any], limits: Limits) -> ResourceList:
     if not docs:
         raise ResourceListError("no input: expected a ResourceList or a stream of KRM objects on stdin")
     for index, doc in enumerate(docs):
@@ -138,7 +129,6 @@ def _resource_list(doc: Any, limits: Limits) -> ResourceList:
             f"input is not a ResourceList: got apiVersion {doc.get('apiVersion')!r}, "
             f"kind {doc.get('kind')!r}; "
             f"expected kind ResourceList with apiVersion {' or '.join(API_VERSIONS)}"
-            + ("" if doc.get("kind") == "ResourceList" else _FIDELITY_HINT)
         )
     items = doc.get("items")
     if items is None:
@@ -186,14 +176,42 @@ def _describe(item: Any) -> str:
 
 
 def serialize(rl: ResourceList, mode: Mode) -> str:
+    """The output text: on the fidelity path the input's text with only the changes spliced in."""
     if rl.stream:
         # A stream has nowhere to carry results, and whatever reads it (`kubectl apply -f -`) must not
         # get objects a function refused: errors leave stdout empty and go to stderr only.
-        return "" if rl.results.has_errors else dump_all_fast(rl.items)
+        if rl.results.has_errors:
+            return ""
+        return _write_stream(rl.source, rl.items) if rl.source else dump_all_fast(rl.items)
     root = rl.root or ResourceList.empty().root
     root["items"] = rl.items
     if rl.results:
         root["results"] = [r.to_dict() for r in rl.results]
     else:
         root.pop("results", None)
-    return dump(root, mode)
+    if rl.source is not None:
+        writer = yamledit.Writer(rl.source)
+        docs = rl.source.documents
+        return "".join(writer.document(i, root if d.value is not None else None) for i, d in enumerate(docs))
+    return dump_fast(root)
+
+
+def _write_stream(source: Source, items: list[Obj]) -> str:
+    """Each object in its own document's text, edited; objects the function added (or a List's items,
+    which are written one document each as on the fast path) are written new."""
+    writer = yamledit.Writer(source)
+    origin = {id(d.value): i for i, d in enumerate(source.documents) if isinstance(d.value, dict)}
+    wanted = [origin.get(id(item), -1) for item in items]
+    present = [i for i, d in enumerate(source.documents) if d.value is not None]
+    if wanted == present:  # the same documents in the same order: their text and comments kept
+        # (empty documents are dropped, as on the fast path: kubectl reads no object from them)
+        return yamledit.join([writer.document(i, source.documents[i].value) for i in present])
+    texts: list[str] = []
+    used: set[int] = set()
+    for item, index in zip(items, wanted, strict=True):
+        if index >= 0 and index not in used:
+            used.add(index)
+            texts.append(writer.document(index, item))
+        else:
+            texts.append(yamledit.dump_new(item))
+    return yamledit.join(texts)

@@ -237,12 +237,6 @@ def _load_fidelity(text: str, every_document: bool = False) -> Any:
         raise DuplicateKeyError(_describe_yaml_error(err)) from None
 
 
-def load_all_fidelity(text: str, limits: Limits) -> list[Any]:
-    """Every document of a file on the fidelity path (``krmfn render`` reading a kpt package), each
-    checked as ``load`` checks one."""
-    return _parse(text, "fidelity", limits, single=False)
-
-
 def _describe_yaml_error(err: Exception) -> str:
     problem = getattr(err, "problem", None)
     mark = getattr(err, "problem_mark", None)

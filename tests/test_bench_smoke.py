@@ -87,6 +87,19 @@ def test_runner_benchmarks_run_and_print_tables() -> None:
     assert stdout.count("ratio krmfn / kubectl (medians):") == 2
 
 
+@pytest.mark.e2e
+def test_fidelity_benchmark_runs_and_a_bump_changes_only_image_lines() -> None:
+    stdout = quick("fidelity.py")
+    for title in ("set-image on one ResourceList", "One image bump", "kpt fn render, four krmfn functions"):
+        assert f"### {title}" in stdout
+    bumps = [
+        line.split("|")[1:-1] for line in stdout.splitlines() if "render" in line and line.startswith("| 20 ")
+    ]
+    assert len(bumps) == 2, stdout
+    for cells in bumps:
+        assert cells[4].strip() == cells[5].strip(), f"{cells[1].strip()} changed other lines: {stdout}"
+
+
 @pytest.mark.cluster
 def test_engines_benchmark_runs_and_prints_one_table() -> None:
     stdout = quick("engines.py")

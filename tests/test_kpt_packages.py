@@ -157,6 +157,49 @@ def test_render_in_place_writes_what_kpt_writes(tmp_path: Path, variant: int) ->
     assert package_files(by_kpt) == rendered == package_files(by_krmfn)
 
 
+# Layout kpt normalizes in every file it writes, untouched ones too (go-yaml v3 re-emits each document):
+# the spacing before a line comment after a scalar, a flow collection, a key with a block value and a
+# sequence entry, and the spacing after a sequence dash.
+LAYOUTS = {
+    "scalar-comment": "  name: c{gap}# the name\n",
+    "flow-comment": "  labels: {{a: b}}{gap}# flow\n",
+    "key-comment": "  annotations:{gap}# block value follows\n    x: y\n",
+    "dash-spacing": "  finalizers:\n  -{gap}example.com/keep{gap}# item\n",
+}
+
+
+@pytest.mark.parametrize("gap", ["   ", "      "], ids=["3", "6"])
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_in_place_lays_out_untouched_files_as_kpt_does(tmp_path: Path, layout: str, gap: str) -> None:
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n" + LAYOUTS[layout].format(gap=gap)
+    if "name: c" not in text:
+        text = text.replace("metadata:\n", "metadata:\n  name: c\n")
+    written = {}
+    for who in ("kpt", "krmfn"):
+        directory = tmp_path / who
+        directory.mkdir()
+        (directory / "Kptfile").write_text(KPTFILE.format(name=who))
+        (directory / "cm.yaml").write_text(text)
+        if who == "kpt":
+            run([tool("kpt"), "fn", "render", "--allow-exec", str(directory)], tmp_path)
+        else:
+            run(["krmfn", "render", "--in-place", str(directory)], tmp_path)
+        written[who] = (directory / "cm.yaml").read_text()
+    assert written["kpt"] != text, "kpt changed nothing: the case would prove nothing"
+    assert written["krmfn"] == written["kpt"]
+
+
+def test_in_place_keeps_a_document_the_kpt_layout_cannot_read(tmp_path: Path) -> None:
+    """A tab before a comment is valid YAML that the round-trip emitter refuses: the file is written
+    with its content and its own layout, never a traceback."""
+    (tmp_path / "Kptfile").write_text(KPTFILE.format(name="tabs"))
+    text = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  k: "v"\t\t# tab\n'
+    (tmp_path / "cm.yaml").write_text(text)
+    done = run(["krmfn", "render", "--in-place", str(tmp_path)], tmp_path)
+    assert done.stderr == ""
+    assert (tmp_path / "cm.yaml").read_text() == text
+
+
 def test_render_to_stdout_gives_the_job_the_in_place_hash(tmp_path: Path) -> None:
     directory = package(tmp_path, "pkg", 1)
     streamed = run(["krmfn", "render", str(directory)], tmp_path).stdout

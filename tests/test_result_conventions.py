@@ -218,17 +218,13 @@ def _kpt_list(count: int) -> str:
     return dump_fast({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": items})
 
 
-def test_a_large_kpt_list_warns_that_formatting_is_rewritten() -> None:
-    """Issue 16 item 7: over the fidelity threshold the fast path rewrites every file, and says so."""
-    from krmfn.resourcelist import FIDELITY_MAX_BYTES
-
-    large = _kpt_list(FIDELITY_MAX_BYTES // 700 + 50)
-    assert len(large) > FIDELITY_MAX_BYTES
-    warnings = [r for r in results(SET_CONFIG_CHECKSUM, large) if r["severity"] == "warning"]
-    assert len(warnings) == 1 and "formatting" in warnings[0]["message"], warnings
-    assert "KRMFN_YAML=fidelity" in warnings[0]["message"]
-    assert "KRMFN_MAX_FIDELITY_BYTES" in warnings[0]["message"]
-    small = [r for r in results(SET_CONFIG_CHECKSUM, _kpt_list(10)) if r["severity"] == "warning"]
-    assert small == []
-    out, code = SET_CONFIG_CHECKSUM.process(large, "fast")  # asked for: the caller knows, no warning
-    assert code == 0 and "formatting" not in out
+def test_a_large_kpt_list_keeps_its_formatting_without_a_warning() -> None:
+    """Issue 16 item 7, as issue 18 settles it: there is no size past which the formatting is rewritten.
+    A list far over the old 1 MiB threshold comes back with every untouched item byte for byte."""
+    large = _kpt_list(3000)
+    assert len(large) > 1024 * 1024
+    out, code = SET_CONFIG_CHECKSUM.process(large)
+    assert code == 0
+    assert [r for r in results(SET_CONFIG_CHECKSUM, large) if r["severity"] == "warning"] == []
+    # nothing references these ConfigMaps: the items are written back exactly as they came
+    assert out.split("items:", 1)[1].split("\nresults:", 1)[0].strip() in large

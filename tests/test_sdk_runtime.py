@@ -251,19 +251,19 @@ def test_unknown_flag_exits_2() -> None:
 @pytest.mark.parametrize(
     ("text", "requested", "mode"),
     [
-        ("items: []", None, "fast"),
+        ("items: []", None, "fidelity"),
         ("kind: ResourceList\ninternal.config.kubernetes.io/seqindent: compact", None, "fidelity"),
-        ("internal.config.kubernetes.io/seqindent: compact", None, "fast"),
-        ("config.k8s.io/id: '1'", None, "fast"),
+        ("x: " + "y" * (2 << 20), None, "fidelity"),
+        ("config.k8s.io/id: '1'", None, "fidelity"),
         ("internal.config.kubernetes.io/seqindent: compact", "fast", "fast"),
         ("items: []", "fidelity", "fidelity"),
     ],
     ids=[
-        "plain-input-is-fast",
-        "kpt-is-fidelity",
-        "a-stream-with-kpt-annotations-is-fast",
-        "kustomize-is-fast",
-        "flag-wins",
+        "plain-input-is-faithful",
+        "kpt-is-faithful",
+        "no-size-threshold",
+        "kustomize-is-faithful",
+        "fast-on-request",
         "fidelity-on-request",
     ],
 )

@@ -121,10 +121,17 @@ def test_bad_streams_are_errors_that_name_the_document(text: str, message: str) 
     assert message in err
 
 
-def test_fidelity_reads_resource_lists_only() -> None:
-    code, _, err = main(["--yaml", "fidelity"], dump_fast(OBJECTS[0]))
-    assert code == 1
-    assert "a plain stream of objects is read on the fast path only" in err
+def test_a_stream_keeps_its_text_where_nothing_changed(config_file: str) -> None:
+    first = "# the app\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}  # flow\ndata:\n  x: 'yes'\n"
+    second = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n"
+    code, out, _ = main(["--fn-config", config_file], first + "---\n" + second)
+    assert code == 0
+    assert out == (
+        first.replace("{name: a}", "{name: a, annotations: {k: v}}")
+        + "---\n"
+        + second
+        + "  annotations:\n    k: v\n"
+    )
 
 
 @pytest.mark.parametrize(

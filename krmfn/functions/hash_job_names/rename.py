@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from krmfn import ResourceList, select
 from krmfn.functions.hash_job_names.naming import hashed_name, name_problems_of, spec_hash, unhashed
@@ -18,9 +18,8 @@ from krmfn.kobj import (
     set_annotation,
     set_scalar,
 )
-from krmfn.kustomize_names import Names, final_name, name_fields, record_rename
+from krmfn.kustomize_names import Names, as_built, record_rename
 from krmfn.selector import JOB_BASE_NAME
-from krmfn.yamlio import plain
 
 if TYPE_CHECKING:
     from krmfn.functions.hash_job_names import HashJobNamesConfig
@@ -75,7 +74,7 @@ class Run:
         if not isinstance(spec, dict):
             self.rl.results.error("a Job needs a spec mapping to hash its name from", obj, field="spec")
             return
-        new = hashed_name(base, spec_hash(self.final_spec(obj)))
+        new = hashed_name(base, spec_hash(as_built(obj, self.names)["spec"]))
         problems = name_problems_of(base, new, indexed_completions(spec))
         if problems:
             field = f"metadata.annotations.{JOB_BASE_NAME}" if from_note else "metadata.name"
@@ -91,17 +90,6 @@ class Run:
             self.rename(obj, name, base, new)
             self.renamed += 1
         set_annotation(obj, JOB_BASE_NAME, base)
-
-    def final_spec(self, obj: Obj) -> Any:
-        """The spec as it will be applied: every name reference kustomize will rewrite (a generated
-        ConfigMap's hash suffix, a ServiceAccount's namePrefix) already rewritten, so the hash is the
-        same inside a kustomization and in a pipe after the build."""
-        copy = plain(obj)
-        for field in name_fields(copy):
-            target = self.names.resolve(obj, field.target, field.value)
-            if target is not None:
-                field.parent[field.key] = final_name(target)
-        return copy["spec"]
 
     def opt_out(self, obj: Obj, name: str, base: str) -> None:
         """An opted-out Job goes back to its base name, so turning hashing off is undone in place too."""

@@ -9,6 +9,7 @@ from krmfn import Function, ResourceList
 from krmfn.functions.validate_jobs.config import ValidateJobsConfig
 from krmfn.functions.validate_jobs.rules import RULES, check
 from krmfn.kobj import is_local_config
+from krmfn.kustomize_names import Names
 
 __all__ = ["FUNCTION", "RULES", "ValidateJobsConfig", "main"]
 KINDS = ("Job", "CronJob")
@@ -16,6 +17,7 @@ KINDS = ("Job", "CronJob")
 
 def validate_jobs(rl: ResourceList, config: ValidateJobsConfig) -> None:
     counts = dict.fromkeys(KINDS, 0)
+    names = Names(rl.items)
     for obj in rl.items:
         kind = obj.get("kind")
         if kind not in KINDS or not str(obj.get("apiVersion", "")).startswith("batch/"):
@@ -23,7 +25,7 @@ def validate_jobs(rl: ResourceList, config: ValidateJobsConfig) -> None:
         if is_local_config(obj):
             continue
         counts[str(kind)] += 1
-        for finding in check(obj):
+        for finding in check(obj, names):
             level = config.level(finding.rule)
             if level != "off":
                 rl.results.add(

@@ -16,6 +16,7 @@ from krmfn.functions.validate_jobs.timezones import zone_problem
 from krmfn.jobhash import name_hash, spec_hash
 from krmfn.k8snames import indexed_completions, name_findings
 from krmfn.kobj import Obj, annotations_of, get_path
+from krmfn.kustomize_names import Names, as_built
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,9 @@ class Finding:
     value: Any = None
 
 
-def check(obj: Obj) -> Iterator[Finding]:
+def check(obj: Obj, names: Names | None = None) -> Iterator[Finding]:
+    """``names``: the ResourceList's objects, so a Job's name hash is checked over its spec as the
+    build will write it (the names kustomize will rewrite, rewritten), as hash-job-names computed it."""
     kind = str(obj.get("kind"))
     job_spec = "spec" if kind == "Job" else "spec.jobTemplate.spec"
     yield from _name(obj, kind)
@@ -91,7 +94,7 @@ def check(obj: Obj) -> Iterator[Finding]:
         )
     yield from _recreate(obj)
     if kind == "Job":
-        yield from _name_hash(obj)
+        yield from _name_hash(obj, names or Names([obj]))
         yield from _ttl(obj)
         yield from _deadline(obj)
         yield from _backoff(obj)
@@ -144,14 +147,14 @@ def _recreate(obj: Obj) -> Iterator[Finding]:
         )
 
 
-def _name_hash(obj: Obj) -> Iterator[Finding]:
+def _name_hash(obj: Obj, names: Names) -> Iterator[Finding]:
     name, base, spec = get_path(obj, "metadata.name"), annotations_of(obj).get(JOB_BASE_NAME), obj.get("spec")
     if not isinstance(name, str) or not isinstance(base, str) or not base or not isinstance(spec, dict):
         return
     carried = name_hash(name, base)
     if carried is None:
         return  # renamed by hand since: hash-job-names takes the new name as the base next time
-    actual = spec_hash(spec)
+    actual = spec_hash(as_built(obj, names)["spec"])
     if carried != actual:
         yield Finding(
             "name-hash-mismatch",

@@ -1,0 +1,202 @@
+"""The faithful YAML writer: read with libyaml, let functions edit plain objects, write back what changed.
+
+``load`` parses a stream exactly as the fast path does (same objects, same refusals, same messages) and
+keeps the text and a map of where every node sits. ``Writer.document`` turns a document's new value
+into text: the original document, byte for byte, when nothing changed; otherwise the original with
+each change spliced in (see ``krmfn.yamledit.splice``). A document the splicer cannot edit faithfully
+(it never guesses) is written whole by the fast dumper. Every edited document is read back and
+compared with the value it must hold before it is returned; a mismatch also falls back to the fast
+dumper, so the writer can lose style but never meaning.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+from krmfn import yamlfast
+from krmfn.errors import DuplicateKeyError, LimitExceededError, YAMLSyntaxError
+from krmfn.limits import Limits
+from krmfn.yamledit import splice, tree
+from krmfn.yamledit.scalars import Unwritable, needs_quotes
+from krmfn.yamledit.tree import Document, Source, parse
+from krmfn.yamlio import (
+    _aliases_possible,
+    _describe_yaml_error,
+    _not_utf8,
+    check_expanded,
+    check_size,
+    dump_fast,
+)
+
+__all__ = ["Document", "Source", "Writer", "load", "needs_quotes"]
+
+
+def load(text: str, limits: Limits) -> Source:
+    """Every document of ``text`` with its node map; refuses what ``yamlio.load_documents`` refuses."""
+    check_size(text, limits)
+    try:
+        source = parse(text)
+    except (DuplicateKeyError, LimitExceededError):
+        raise
+    except RecursionError:
+        raise LimitExceededError(
+            f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)"
+        ) from None
+    except Exception as err:  # libyaml and the constructor raise many types; all mean "not valid YAML"
+        raise YAMLSyntaxError(_not_utf8(text) or _describe_yaml_error(err)) from None
+    aliases = _aliases_possible(text)
+    for doc in source.documents:
+        check_expanded(doc.value, limits, aliases)
+    return source
+
+
+class Writer:
+    """Writes the documents of one ``Source`` back with their new values."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.fallbacks = 0
+        """Documents written whole by the fast dumper (for tests and benchmarks)."""
+
+    def document(self, index: int, value: Any) -> str:
+        """Document ``index``'s text (its ``---`` line and comments included) holding ``value``."""
+        doc = self.source.documents[index]
+        text = self.source.text
+        if doc.root < 0:
+            if value is None:
+                return text[doc.region[0] : doc.region[1]]
+            return self._fallback(doc, value)
+        splicer = splice.Splicer(text, self.source.nodes, doc.region)
+        splicer.root = doc.root
+        items = _items_sequence(splicer, doc)
+        splicer.unit_seq = items[1] if items else -1
+        try:
+            splicer.node(doc.root, value, splice.ROOT)
+            if not splicer.edits:
+                return text[doc.region[0] : doc.region[1]]
+            out = splicer.apply()
+            if not splicer.complex:
+                return out  # only scalars replaced in place: nothing to read back
+            if not (_checked_by_unit(splicer, items, value) if items else _reads_as(out, value)):
+                return self._fallback(doc, value)
+        except (splice.Unplaceable, Unwritable):
+            return self._fallback(doc, value)
+        return out
+
+    def _fallback(self, doc: Document, value: Any) -> str:
+        self.fallbacks += 1
+        text = self.source.text
+        start = self.source.nodes.start[doc.root] if doc.root >= 0 else doc.region[1]
+        head = text[doc.region[0] : start]
+        head = head[: head.rfind("\n") + 1] if "\n" in head else ""
+        return head + dump_fast(value)
+
+
+def _items_sequence(splicer: splice.Splicer, doc: Document) -> tuple[int, int] | None:
+    """(key, sequence) of a root mapping's block ``items``, checked item by item; None when the
+    document has anchors (an item may then depend on text outside it) or no such sequence."""
+    nodes = splicer.n
+    root = doc.root
+    if nodes.kind[root] != tree.BLOCK_MAP:
+        return None
+    for key, value in splicer.entries(root):
+        if nodes.value[key] == "items" and nodes.kind[key] in tree.SCALARS:
+            if nodes.kind[value] == tree.BLOCK_SEQ and _self_contained(splicer, root, value):
+                return key, value
+            return None
+    return None
+
+
+def _self_contained(splicer: splice.Splicer, root: int, sequence: int) -> bool:
+    """Whether every alias in the document refers to an anchor in its own item of ``sequence``, or
+    both lie outside it, so each item reads the same on its own as in the document."""
+    nodes = splicer.n
+    items = list(splicer.items(sequence))
+
+    def item_of(number: int) -> int:
+        at = bisect.bisect_right(items, number) - 1
+        return items[at] if at >= 0 and number < nodes.after[items[at]] else -1
+
+    alias = nodes.kind.find(tree.ALIAS, root, nodes.after[root])
+    while alias >= 0:
+        if item_of(alias) != item_of(nodes.value[alias]):
+            return False
+        alias = nodes.kind.find(tree.ALIAS, alias + 1, nodes.after[root])
+    return True
+
+
+def _checked_by_unit(splicer: splice.Splicer, items: tuple[int, int], value: Any) -> bool:
+    """Read back each edited item on its own, then the rest of the document without its items: a
+    ResourceList costs a parse of what changed instead of a parse of all of it."""
+    key, sequence = items
+    nodes = splicer.n
+    units: dict[int, list[tuple[int, int, str, int]]] = {}
+    for edit in splicer.edits:
+        units.setdefault(edit[3], []).append(edit)
+    outer = units.pop(-1, [])
+    seq_start = splicer.line_start(nodes.start[sequence])
+    seq_end = splicer.after_line(nodes.end[sequence])
+    if any((a < seq_end and b > seq_start) or seq_start <= a <= seq_end for a, b, _, _ in outer):
+        return _reads_as(splicer.apply(), value)  # items added or removed: read it all
+    head = splicer.apply(outer, (splicer.region[0], splicer.after_colon(key)))
+    tail = splicer.apply(outer, (nodes.end[sequence], splicer.region[1]))
+    if -1 in splicer.complex and (
+        not isinstance(value, dict) or not _reads_as(head + " []" + tail, {**value, "items": []})
+    ):
+        return False
+    for item, edits in units.items():
+        if item not in splicer.complex:
+            continue
+        dash = splicer.dash(item)
+        line = splicer.line_start(dash)
+        snippet = splicer.apply(edits, (line, splicer.after_line(nodes.end[item])))
+        at = dash - line
+        if not _reads_as(snippet[:at] + " " + snippet[at + 1 :], splicer.unit_values[item]):
+            return False
+    return True
+
+
+def _reads_as(text: str, value: Any) -> bool:
+    try:
+        docs = list(yamlfast.load_all(text))
+    except Exception:  # any failure to read back means "write it another way"
+        return False
+    return len(docs) == 1 and splice.same(docs[0], value)
+
+
+def dump_new(value: Any, wide: bool = False) -> str:
+    """A document written from scratch in the style the splicer writes new nodes (``wide``: sequences
+    indented under their key, kpt's ``seqindent: wide``)."""
+    splicer = splice.Splicer("", tree.Nodes(), (0, 0))
+    splicer._indents = (2, 2 if wide else 0)
+    try:
+        if isinstance(value, (dict, list)) and value:
+            text = splicer.block(value, 0) + "\n"
+        else:
+            text = splice.flow(value) + "\n"
+    except (splice.Unplaceable, Unwritable):
+        return dump_fast(value)
+    return text if _reads_as(text, value) else dump_fast(value)
+
+
+def join(texts: list[str]) -> str:
+    """Documents (each maybe starting with its own ``---``) as one stream."""
+    out: list[str] = []
+    for text in texts:
+        if out:
+            if not out[-1].endswith("\n"):
+                out.append("\n")
+            if not _starts_with_marker(text):
+                out.append("---\n")
+        out.append(text)
+    return "".join(out)
+
+
+def _starts_with_marker(text: str) -> bool:
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        return line.startswith("---") and (len(line) == 3 or line[3] in " \t\r")
+    return False
