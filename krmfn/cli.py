@@ -95,11 +95,11 @@ def _fn(args: list[str]) -> int:
         from krmfn.clihelp import FUNCTION_EXIT_CODES, epilog
 
         sys.stdout.write(
-            "usage: krmfn fn NAME [--yaml fast|fidelity|auto] [--fn-config FILE] < input.yaml\n"
+            "usage: krmfn fn NAME [--yaml fast|fidelity] [--fn-config FILE] [FILE...] < input.yaml\n"
             f"NAME: {', '.join(CANONICAL_ORDER)}\n\n"
             "Runs one function, as its console script krmfn-NAME does; `krmfn fn NAME --help` lists its\n"
             "config fields.\n\n"
-            "  --yaml MODE        fast (libyaml), fidelity (ruamel round trip) or auto (fidelity under kpt)\n"
+            "  --yaml MODE        fidelity (the default: only changes rewritten) or fast (for debugging)\n"
             "  --fn-config FILE   the functionConfig (typed object or ConfigMap), replacing the input's\n"
             "  -h, --help         print this help\n\n"
             + epilog(

@@ -18,11 +18,13 @@ from dataclasses import dataclass
 from typing import Any, Generic, TextIO, TypeVar
 
 from krmfn import config as cfg
+from krmfn.cliargs import Parser, UsageError
 from krmfn.clihelp import FUNCTION_EXIT_CODES, epilog
 from krmfn.errors import ConfigError, InputError, KrmfnError
 from krmfn.limits import Limits
 from krmfn.resourcelist import ResourceList, choose_mode, parse, serialize, under_kpt
 from krmfn.results import Result
+from krmfn.terminal import safe_line
 from krmfn.yamlio import load_documents
 
 C = TypeVar("C")
@@ -122,18 +124,21 @@ class Function(Generic[C]):
         lines = [
             f"krmfn-{self.name}: {self.summary}",
             "",
-            f"usage: krmfn-{self.name} [--yaml fast|fidelity|auto] < resource-list.yaml",
+            f"usage: krmfn-{self.name} [--yaml fast|fidelity] < resource-list.yaml",
             f"       krmfn-{self.name} [--fn-config FILE] < manifests.yaml",
+            f"       krmfn-{self.name} [--fn-config FILE] [--quiet] FILE...",
             "",
-            "  --yaml MODE        fast (libyaml), fidelity (ruamel round trip: comments and quotes kept) or",
-            "                     auto (the default: fidelity under kpt, fast otherwise)",
+            "  --yaml MODE        fidelity (the default: only what changed is rewritten, comments, quotes",
+            "                     and flow style kept) or fast (every document re-emitted; for debugging)",
             "  --fn-config FILE   the functionConfig (typed object or ConfigMap), replacing the input's",
+            "  -q, --quiet        write no output, only the results on stderr and the exit code (a check)",
             "  -h, --help         print this help",
             "",
             "Reads a ResourceList (KRM Functions Specification) on stdin and writes it to stdout.",
             "Reads a plain stream of KRM objects (`kustomize build`, manifest files) the same way and",
             "writes a stream back; on an error it writes nothing and reports on stderr, so a pipe into",
             "`kubectl apply -f -` applies nothing. --fn-config FILE replaces the input's functionConfig.",
+            "FILE... is read instead of stdin, as one stream (a pre-commit hook passes the changed files).",
             f"functionConfig: apiVersion {cfg.API_VERSION}, kind {self.kind},",
             self.configmap_help,
             "",
@@ -239,24 +244,21 @@ def run_cli(  # noqa: PLR0917  # mirrors main()'s injectable streams
 ) -> int:
     """The only place a function touches stdin, stdout, stderr and files."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
-    args = list(sys.argv[1:] if argv is None else argv)
-    mode: str | None = None
-    config_file: str | None = None
-    while args:
-        arg = args.pop(0)
-        flag, has_value, value = arg.partition("=")
-        if arg in ("-h", "--help"):
-            stdout.write(help_text)
-            return 0
-        if flag in ("--yaml", "--fn-config") and (has_value or args):
-            value = value if has_value else args.pop(0)
-            if flag == "--yaml":
-                mode = value
-            else:
-                config_file = value
-        else:
-            stderr.write(f"krmfn-{name}: unknown argument {arg!r}; see --help\n")
-            return 2
+    parser = Parser(f"krmfn-{name}")
+    parser.add_argument("--yaml", dest="mode", metavar="MODE")
+    parser.add_argument("--fn-config", metavar="FILE")
+    parser.add_argument("--quiet", "-q", action="store_true")
+    parser.add_argument("files", nargs="*", metavar="FILE")
+    try:
+        args = parser.parse(list(sys.argv[1:] if argv is None else argv))
+    except UsageError as err:
+        stderr.write(safe_line(f"krmfn-{name}: {err}; see --help") + "\n")
+        return 2
+    if args.help:
+        stdout.write(help_text)
+        return 0
+    mode: str | None = args.mode
+    config_file: str | None = args.fn_config
     fn_config = None
     if config_file is not None:
         try:
@@ -264,13 +266,22 @@ def run_cli(  # noqa: PLR0917  # mirrors main()'s injectable streams
         except InputError as err:
             stderr.write(f"krmfn-{name}: --fn-config {config_file}: {err}\n")
             return 2
+    if args.files:
+        try:
+            text = _read_files(args.files)
+        except InputError as err:
+            stderr.write(safe_line(f"krmfn-{name}: {err}") + "\n")
+            return 2
+        outcome = process(text, mode, fn_config)
+    else:
+        try:
+            outcome = process(stdin.read(), mode, fn_config)
+        except (UnicodeDecodeError, OSError) as err:
+            outcome = _unreadable(f"cannot read stdin: {err}", {"reason": "InputError"})
     try:
-        outcome = process(stdin.read(), mode, fn_config)
-    except (UnicodeDecodeError, OSError) as err:
-        outcome = _unreadable(f"cannot read stdin: {err}", {"reason": "InputError"})
-    try:
-        stdout.write(outcome.text)
-        stdout.flush()
+        if not args.quiet:
+            stdout.write(outcome.text)
+            stdout.flush()
     except BrokenPipeError:
         # The reader went away (`... | head`): nothing is left to tell it; exit quietly like other CLIs.
         _silence(stdout)
@@ -284,6 +295,21 @@ def run_cli(  # noqa: PLR0917  # mirrors main()'s injectable streams
         errors = sum(r.severity == "error" for r in outcome.results)
         stderr.write(f"krmfn-{name}: {errors} error(s), reported in the output ResourceList's results\n")
     return outcome.code
+
+
+def _read_files(paths: list[str]) -> str:
+    """``FILE...`` instead of stdin (a pre-commit hook passes the changed files): one file is read as it
+    is (it may be a ResourceList); several are one stream of their documents."""
+    texts = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as file:
+                texts.append(file.read())
+        except (OSError, UnicodeDecodeError) as err:
+            raise InputError(f"{path}: cannot read: {getattr(err, 'strerror', None) or err}") from None
+    if len(texts) == 1:
+        return texts[0]
+    return "".join(text if text.endswith("\n") else text + "\n" for text in (f"---\n{t}" for t in texts))
 
 
 def read_fn_config(path: str) -> Any:

@@ -24,11 +24,3 @@ def load(name: str) -> Function[Any]:
         raise KeyError(name)
     found: Function[Any] = importlib.import_module(module).FUNCTION
     return found
-
-
-def by_kind(kind: str) -> Function[Any] | None:
-    for name in CANONICAL_ORDER:
-        function = load(name)
-        if function.kind == kind:
-            return function
-    return None

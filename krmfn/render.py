@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from krmfn import package as pkg
+from krmfn.cliargs import Parser, UsageError
 from krmfn.clihelp import epilog
 from krmfn.errors import KrmfnError, PipelineError
 from krmfn.kobj import Obj, annotations_of, is_local_config
@@ -132,34 +133,28 @@ class _Usage(Exception):
 
 
 def parse_args(args: list[str]) -> Options:
-    directory: str | None = None
-    in_place, mode, results_dir = False, "", None
-    while args:
-        arg = args.pop(0)
-        if arg in ("-h", "--help"):
-            raise _Usage(show_help=True)
-        if arg == "--in-place":
-            in_place = True
-        elif arg in ("--yaml", "--results-dir") and not args:
-            raise _Usage(f"{arg} needs a value")
-        elif arg == "--yaml" or arg.startswith("--yaml="):
-            mode = arg.partition("=")[2] if "=" in arg else args.pop(0)
-        elif arg == "--results-dir" or arg.startswith("--results-dir="):
-            results_dir = Path(arg.partition("=")[2] if "=" in arg else args.pop(0))
-        elif arg.startswith("-"):
-            raise _Usage(f"unknown flag {arg!r}")
-        elif directory is None:
-            directory = arg
-        else:
-            raise _Usage(f"one package directory expected, got {directory!r} and {arg!r}")
-    if directory is None:
+    parser = Parser("krmfn render")
+    parser.add_argument("directory", nargs="*")
+    parser.add_argument("--in-place", action="store_true")
+    parser.add_argument("--yaml", dest="mode", default="", metavar="MODE")
+    parser.add_argument("--results-dir", type=Path, metavar="DIR")
+    try:
+        parsed = parser.parse(args)
+    except UsageError as err:
+        raise _Usage(str(err)) from None
+    if parsed.help:
+        raise _Usage(show_help=True)
+    if not parsed.directory:
         raise _Usage("the package directory is required")
-    if mode not in ("", "fast", "fidelity"):
-        raise _Usage(f"--yaml {mode!r}: expected fast or fidelity")
-    if in_place and mode == "fast":
+    if len(parsed.directory) > 1:
+        first, second = parsed.directory[:2]
+        raise _Usage(f"one package directory expected, got {first!r} and {second!r}")
+    if parsed.mode not in ("", "fast", "fidelity"):
+        raise _Usage(f"--yaml {parsed.mode!r}: expected fast or fidelity")
+    if parsed.in_place and parsed.mode == "fast":
         raise _Usage("--in-place keeps comments and quoting, so it needs --yaml fidelity")
-    chosen: Mode = "fast" if mode == "fast" else "fidelity"
-    return Options(Path(directory), in_place, chosen, results_dir)
+    chosen: Mode = "fast" if parsed.mode == "fast" else "fidelity"
+    return Options(Path(parsed.directory[0]), parsed.in_place, chosen, parsed.results_dir)
 
 
 def render_package(package: pkg.Package) -> Rendered:

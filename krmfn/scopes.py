@@ -99,7 +99,8 @@ class Scopes:
                 self._any_group.add(kind)
         self._namespaced = set(BUILTIN_NAMESPACED)
         for obj in items:
-            if obj.get("kind") != "CustomResourceDefinition":
+            if not isinstance(obj, dict) or obj.get("kind") != "CustomResourceDefinition":  # bad input is
+                # reported by the caller, in stream order
                 continue
             group, kind = get_path(obj, "spec.group"), get_path(obj, "spec.names.kind")
             if isinstance(group, str) and isinstance(kind, str):

@@ -98,12 +98,12 @@ def test_bad_input_is_a_one_line_error_with_exit_code_1(
 
 def test_missing_file_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["export", "argocd", "-f", str(tmp_path / "absent.yaml")]) == 1
-    assert "absent.yaml: No such file or directory" in capsys.readouterr().err
+    assert "absent.yaml: no such file or directory" in capsys.readouterr().err
 
 
 def test_directory_without_yaml_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["export", "argocd", "-f", str(tmp_path)]) == 1
-    assert "no .yaml or .yml files in this directory" in capsys.readouterr().err
+    assert "no .yaml, .yml or .json files in the directory" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

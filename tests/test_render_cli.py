@@ -207,7 +207,7 @@ def test_in_place_keeps_comments_quotes_and_wide_sequences(tmp_path: Path) -> No
         (["a", "b"], "one package directory expected"),
         (["a", "--yaml", "slow"], "expected fast or fidelity"),
         (["a", "--in-place", "--yaml", "fast"], "needs --yaml fidelity"),
-        (["a", "--bogus"], "unknown flag"),
+        (["a", "--bogus"], "unknown argument"),
     ],
 )
 def test_usage_errors(args: list[str], message: str) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from krmfn.runner.errors import SourceError
 from krmfn.runner.plan import build_plan, kind_rank
+from krmfn.scopes import BUILTIN_CLUSTER_SCOPED
 
 
 def obj(kind: str, name: str, api_version: str = "v1", **annotations: str) -> dict[str, Any]:
@@ -102,6 +103,21 @@ def test_namespace_defaults_only_for_namespaced_kinds() -> None:
         "Tenant.example.com t",
         "CustomResourceDefinition.apiextensions.k8s.io tenants.example.com",
     }
+
+
+@pytest.mark.parametrize(("group", "kind"), sorted(BUILTIN_CLUSTER_SCOPED))
+def test_every_builtin_cluster_scoped_kind_gets_no_namespace(group: str, kind: str) -> None:
+    """The plan and set-steps/export share krmfn/scopes.py: the plan's own shorter list (21 kinds, by
+    kind alone) gave an IPAddress or a DeviceClass the default namespace."""
+    api_version = f"{group}/v1" if group else "v1"
+    plan = build_plan([obj(kind, "x", api_version)], namespace="apps", default_timeout=1)
+    assert [it.key.namespace for it in plan.items] == [""]
+
+
+def test_a_custom_kind_named_like_a_builtin_is_namespaced_by_its_group() -> None:
+    keys = {str(it.key) for it in build_plan([obj("ClusterRole", "r", "example.com/v1")], namespace="apps",
+                                              default_timeout=1).items}  # fmt: skip
+    assert keys == {"ClusterRole.example.com apps/r"}
 
 
 def test_step_name_and_timeout_come_from_annotations() -> None:

@@ -12,8 +12,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from krmfn.dependson import ObjRef, format_set
 from krmfn.functions.set_steps import FUNCTION
-from krmfn.functions.set_steps.dependson import ObjRef, format_set
 from krmfn.yamlio import _load_fast, dump_fast
 
 

@@ -89,11 +89,10 @@ def test_the_staged_deploy_pipe_into_krmfn_apply_runs_the_steps_in_order(
 ) -> None:
     source = derive_source(PACKAGE, tmp_path / "repo")
     commands = as_pipe(source, namespace=namespace)
-    done = pipeline(
-        source, commands, kubeconfig, f"krmfn apply -f - -n {namespace} --kubeconfig {kubeconfig} -o json"
-    )
+    apply = f"krmfn apply -f - -n {namespace} --applyset staged-deploy --kubeconfig {kubeconfig} -o json"
+    done = pipeline(source, commands, kubeconfig, apply)
     assert done.returncode == 0, done.stdout + done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
-    steps = [(e["name"], e["result"]) for e in events if e["type"] == "step-done"]
+    steps = [(e["stepName"], e["result"]) for e in events if e["type"] == "step-done"]
     assert steps == [("pre-deploy", "healthy"), ("deploy", "healthy"), ("post-deploy", "healthy")], steps
     assert events[-1]["type"] == "result" and events[-1]["ok"] is True

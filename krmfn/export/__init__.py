@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         required=True,
         metavar="FILE|DIR|-",
-        help="rendered manifests (multi-document YAML); a directory is read recursively; repeatable",
+        help="rendered manifests; a directory is read recursively, as krmfn apply reads it; repeatable",
     )
     common.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     rset = commands.add_parser(

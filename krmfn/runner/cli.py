@@ -103,7 +103,7 @@ def parser(command: str) -> argparse.ArgumentParser:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("-f", "--filename", action="append", metavar="FILE|DIR|-",
                      help="rendered manifests; repeatable; a directory gives its .yaml, .yml and .json files "
-                     "(not recursively); - is stdin")  # fmt: skip
+                     "(recursively, hidden paths left out); - is stdin")  # fmt: skip
     src.add_argument("-k", "--kustomize", metavar="DIR",
                      help="run kustomize build DIR (plugins, exec functions: flags below)")  # fmt: skip
     p.add_argument("--enable-alpha-plugins", action="store_true",

@@ -173,7 +173,8 @@ def _first_line(err: Exception) -> str:
 
 
 class HttpApi:
-    """``Api`` over HTTP. ``sleep`` is injectable so retry tests need not wait."""
+    """``Api`` over HTTP. The clock, ``sleep`` and the transport are injectable, so retry tests run
+    against a mock transport without waiting (tests/test_runner_http.py)."""
 
     def __init__(
         self,
@@ -182,8 +183,12 @@ class HttpApi:
         timeout: float = 15.0,
         retry_budget: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        transport: httpx2.BaseTransport | None = None,
     ) -> None:
-        params = client_adapter.ConnectionParams(timeout=httpx2.Timeout(timeout), trust_env=False)
+        params = client_adapter.ConnectionParams(
+            timeout=httpx2.Timeout(timeout), trust_env=False, transport=transport
+        )
         self._http = client_adapter.Client(config, params)
         if self._http.auth is not None:
             self._http.auth = _GuardedAuth(self._http.auth, _auth_description(config))
@@ -191,6 +196,7 @@ class HttpApi:
         self.default_namespace = config.namespace
         self._retry_budget = retry_budget
         self._sleep = sleep
+        self._clock = clock
         self._discovery: dict[str, dict[str, Resource]] = {}
         self._lock = threading.Lock()
 
@@ -375,24 +381,27 @@ class HttpApi:
         content: str | None = None,
         headers: dict[str, str] | None = None,
     ) -> httpx2.Response:
-        deadline = time.monotonic() + self._retry_budget
+        deadline = self._clock() + self._retry_budget
         delay = 0.05
         while True:
             try:
                 response = self._http.request(method, path, params=params, content=content, headers=headers)
             except httpx2.TransportError as err:
-                if time.monotonic() + delay > deadline:
+                if self._clock() + delay > deadline:
                     raise ClusterUnreachable(
                         f"cannot reach the API server at {self._server}: {_describe(err)}"
                     ) from None
             else:
                 if response.status_code < 400:
                     return response
-                if response.status_code not in RETRY_STATUS or time.monotonic() + delay > deadline:
+                if response.status_code not in RETRY_STATUS:
                     raise _status_error(response)
-                retry_after = response.headers.get("Retry-After", "")
+                retry_after = response.headers.get("Retry-After", "").strip()
                 if retry_after.isdigit():
                     delay = max(delay, float(retry_after))
+                # A Retry-After past the budget ends the retries now, rather than sleeping beyond it.
+                if self._clock() + delay > deadline:
+                    raise _status_error(response)
             self._sleep(delay)
             delay = min(delay * 2, 2.0)
 
@@ -404,7 +413,12 @@ def field_value(value: str) -> str:
 
 
 def _decode(response: httpx2.Response) -> dict[str, Any]:
-    body = response.json()
+    try:
+        body = response.json()
+    except ValueError:  # a proxy's HTML page, a truncated body: not the API server's answer
+        raise ApiStatusError(
+            response.status_code, "InvalidResponse", "the answer is not JSON (is the server an API server?)"
+        ) from None
     return body if isinstance(body, dict) else {}
 
 

@@ -18,6 +18,7 @@ from krmfn.kobj import annotations_of, is_list_kind, is_local_config, labels_of
 from krmfn.names import api_version_problem, kind_problem, name_problem, namespace_problem
 from krmfn.runner.applyset import APPLYSET_PREFIX, INVENTORY, MAX_JOB_RECORDS
 from krmfn.runner.errors import SourceError
+from krmfn.scopes import Scopes
 from krmfn.yamlio import plain
 
 # Apply order inside a step. Kinds not listed (custom resources, most other built-ins) sit between
@@ -34,16 +35,6 @@ _LATE = ["APIService", "MutatingWebhookConfiguration", "ValidatingWebhookConfigu
 _RANK = {kind: i for i, kind in enumerate(_ORDER)}
 _OTHER_RANK = len(_ORDER)
 _RANK.update({kind: _OTHER_RANK + 1 + i for i, kind in enumerate(_LATE)})
-
-# Built-in kinds that have no namespace; anything else without one gets the default namespace unless
-# discovery (at apply time) or a CRD in the same stream says it is cluster-scoped.
-CLUSTER_SCOPED = frozenset({
-    "Namespace", "Node", "PersistentVolume", "StorageClass", "PriorityClass", "RuntimeClass",
-    "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "IngressClass", "APIService",
-    "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ValidatingAdmissionPolicy",
-    "ValidatingAdmissionPolicyBinding", "CSIDriver", "CSINode", "VolumeAttachment",
-    "CertificateSigningRequest", "FlowSchema", "PriorityLevelConfiguration",
-})  # fmt: skip
 
 
 def kind_rank(kind: str) -> int:
@@ -144,7 +135,7 @@ def build_plan(
     """Groups, orders and defaults ``objects``. ``wait`` overrides ``krmfn.dev/wait`` for the last step."""
     flat = [plain(obj) for obj in _flatten(objects)]
     grouped = steps.group(
-        _applied(flat, namespace, set(CLUSTER_SCOPED) | _cluster_scoped_crds(flat)),
+        _applied(flat, namespace, Scopes(flat)),
         who=lambda obj: str(key_of(obj)),
         error=SourceError,
         order=_apply_order,
@@ -174,16 +165,17 @@ def build_plan(
     return plan
 
 
-def _applied(flat: list[Any], namespace: str, cluster_kinds: set[str]) -> Iterator[dict[str, Any]]:
-    """The objects to apply, namespaced as they will be. Lazy: ``steps.group`` reads each object's step
-    index as it is yielded, so input errors are reported in stream order."""
+def _applied(flat: list[Any], namespace: str, scopes: Scopes) -> Iterator[dict[str, Any]]:
+    """The objects to apply, namespaced as they will be (krmfn/scopes.py: built-in cluster-scoped kinds
+    and the CRDs in the stream; anything else gets ``namespace`` unless it has one). Lazy: ``steps.group``
+    reads each object's step index as it is yielded, so input errors are reported in stream order."""
     seen: dict[Key, int] = {}
     for position, obj in enumerate(flat):
         _check_object(obj, position)
         if is_local_config(obj):
             continue
         meta = obj["metadata"]
-        if obj["kind"] in cluster_kinds:
+        if scopes.cluster_scoped(str(obj["apiVersion"]).rpartition("/")[0], obj["kind"]):
             meta.pop("namespace", None)
         elif not meta.get("namespace"):
             meta["namespace"] = namespace
@@ -282,13 +274,3 @@ def _check_namespace(obj: dict[str, Any], position: int) -> None:
             f"document {position + 1}: {obj['kind']} {meta['name']}: metadata.namespace {namespace!r} "
             f"is invalid: {problem}"
         )
-
-
-def _cluster_scoped_crds(objs: list[Any]) -> set[str]:
-    kinds = set()
-    for obj in objs:
-        if isinstance(obj, dict) and obj.get("kind") == "CustomResourceDefinition":
-            spec = obj.get("spec") or {}
-            if spec.get("scope") == "Cluster":
-                kinds.add(str((spec.get("names") or {}).get("kind", "")))
-    return kinds

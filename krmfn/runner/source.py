@@ -1,49 +1,25 @@
-"""Reading the rendered stream: files, a directory, stdin, or ``kustomize build`` of a directory."""
+"""The runner's input: the rendered stream (krmfn/stream.py) or ``kustomize build`` of a directory."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from krmfn.errors import InputError
 from krmfn.runner.errors import SourceError
+from krmfn.stream import StreamError, read_documents
 from krmfn.yamlio import load_all_fast
-
-SUFFIXES = (".yaml", ".yml", ".json")
-# A package directory also holds kustomize's own file; it describes a build, it is not a resource.
-BUILD_FILES = frozenset({"kustomization.yaml", "kustomization.yml", "Kustomization"})
 
 
 def read_files(paths: list[str]) -> list[Any]:
-    """Documents of every path in order; ``-`` is stdin, a directory contributes its YAML/JSON files
-    (not recursively, like kubectl without -R) in name order."""
-    docs: list[Any] = []
-    for path in paths:
-        if path == "-":
-            docs.extend(_parse(sys.stdin.read(), "stdin"))
-            continue
-        p = Path(path)
-        if p.is_dir():
-            files = sorted(
-                f for f in p.iterdir() if f.is_file() and f.suffix in SUFFIXES and f.name not in BUILD_FILES
-            )
-            if not files:
-                raise SourceError(f"{path}: no .yaml, .yml or .json files in the directory")
-        elif p.is_file():
-            files = [p]
-        else:
-            raise SourceError(f"{path}: no such file or directory")
-        for file in files:
-            try:
-                text = file.read_text()
-            except (OSError, UnicodeDecodeError) as err:
-                raise SourceError(f"{file}: cannot read: {err}") from None
-            docs.extend(_parse(text, str(file)))
-    return docs
+    """Documents of every source in order, read as krmfn/stream.py reads them (export reads alike)."""
+    try:
+        return [doc for _, docs in read_documents(paths) for doc in docs]
+    except StreamError as err:
+        raise SourceError(str(err)) from None
 
 
 def kustomize_command(binary: str, directory: str, *, alpha_plugins: bool, enable_exec: bool) -> list[str]:

@@ -6,21 +6,9 @@ A Job's pod template is immutable; ``<base>-<hash8>`` turns "the spec changed" i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from krmfn import Function, Selector
-from krmfn.functions.hash_job_names.rename import hash_job_names
-
-
-@dataclass(frozen=True)
-class HashJobNamesConfig:
-    selectors: list[Selector] = field(
-        default_factory=list, metadata={"help": "which Jobs and CronJobs (default: all)"}
-    )
-    exclude: list[Selector] = field(
-        default_factory=list, metadata={"help": "Jobs and CronJobs to leave alone"}
-    )
-
+from krmfn import Function
+from krmfn.functions.hash_job_names.config import HashJobNamesConfig
+from krmfn.functions.hash_job_names.transform import hash_job_names
 
 FUNCTION = Function(
     name="hash-job-names",

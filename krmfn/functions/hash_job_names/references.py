@@ -1,19 +1,18 @@
-"""Rewriting references to renamed Jobs: ``config.kubernetes.io/depends-on`` entries.
-
-An entry is ``<group>/namespaces/<namespace>/<kind>/<name>`` (namespaced) or ``<group>/<kind>/<name>``
-(cluster-scoped, as kpt and cli-utils write it); a Job is ``batch/namespaces/<ns>/Job/<name>``. No krmfn
+"""Rewriting references to renamed Jobs: ``config.kubernetes.io/depends-on`` entries, read and written by
+the one codec set-steps uses (krmfn/dependson.py); a Job is ``batch/namespaces/<ns>/Job/<name>``. No krmfn
 annotation names a Job today; one that does (same syntax) belongs in REFERENCE_ANNOTATIONS.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from krmfn.dependson import ANNOTATION, parse_ref
 from krmfn.functions.hash_job_names.naming import derived_from
 from krmfn.kobj import Obj, annotations_of, set_annotation
 
-DEPENDS_ON = "config.kubernetes.io/depends-on"
-REFERENCE_ANNOTATIONS = (DEPENDS_ON,)
+REFERENCE_ANNOTATIONS = (ANNOTATION,)
 
 
 class Renames:
@@ -41,19 +40,15 @@ class Renames:
 
 
 def _rewrite_entry(entry: str, renames: Renames) -> str:
+    try:
+        ref = parse_ref(entry)
+    except ValueError:
+        return entry  # not a reference cli-utils would read: left as it is (set-steps reports it)
+    new = renames.get(ref.namespace, ref.name) if (ref.group, ref.kind) == ("batch", "Job") else None
+    if new is None or new == ref.name:
+        return entry
     stripped = entry.strip()
-    parts = stripped.split("/")
-    if len(parts) == 5 and parts[1] == "namespaces":
-        group, _, namespace, kind, name = parts
-    elif len(parts) == 3:
-        (group, kind, name), namespace = parts, ""
-    else:
-        return entry
-    new = renames.get(namespace, name) if (group, kind) == ("batch", "Job") else None
-    if new is None or new == name:
-        return entry
-    parts[-1] = new
-    return entry.replace(stripped, "/".join(parts))
+    return entry.replace(stripped, replace(ref, name=new).format())
 
 
 def rewrite_value(value: str, renames: Renames) -> str:

@@ -7,13 +7,14 @@ the final step) for the runner; optionally ``config.kubernetes.io/depends-on`` f
 
 from __future__ import annotations
 
-from krmfn import Function, ResourceList
-from krmfn.functions.set_steps import dependson, ordering, runner_annotations
+from krmfn import Function, ResourceList, dependson
+from krmfn.functions.set_steps import ordering, runner_annotations
 from krmfn.functions.set_steps.annotate import plan_depends_on, write_on_failure_steps, write_steps
 from krmfn.functions.set_steps.config import SetStepsConfig, Step
 from krmfn.functions.set_steps.plan import assign
 from krmfn.jobspec import ttl_warning
 from krmfn.kobj import is_local_config, set_annotation
+from krmfn.scopes import Scopes
 
 __all__ = ["FUNCTION", "SetStepsConfig", "Step", "main"]
 APP = "krmfn.dev/app"
@@ -26,7 +27,7 @@ def set_steps(rl: ResourceList, config: SetStepsConfig) -> None:
             runner_annotations.check(obj, rl.results)
     assigned = assign(rl.items, config, rl.results)
     groups, failing = assigned[: len(config.steps)], assigned[len(config.steps) :]
-    scopes = dependson.Scopes(rl.items, config.cluster_scoped_kinds)
+    scopes = Scopes(rl.items, config.cluster_scoped_kinds)
     ordering.unmatched_selectors(rl.items, config, rl.results)
     ordering.check(groups, config, scopes, rl.results)
     depends_on = []

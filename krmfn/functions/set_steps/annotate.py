@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from krmfn.functions.set_steps import dependson
+from krmfn import dependson
 from krmfn.functions.set_steps.config import SetStepsConfig, normalized_timeout
 from krmfn.functions.set_steps.plan import STEP
 from krmfn.kobj import Obj, annotations_of, ref_of, remove_annotation, set_annotation
 from krmfn.results import Results
+from krmfn.scopes import Scopes
 
 STEP_INDEX = "krmfn.dev/step-index"
 STEP_TIMEOUT = "krmfn.dev/step-timeout"
@@ -50,9 +51,7 @@ def write_on_failure_steps(groups: list[list[Obj]], config: SetStepsConfig) -> N
             remove_annotation(obj, SYNC_WAVE)
 
 
-def plan_depends_on(
-    groups: list[list[Obj]], scopes: dependson.Scopes, results: Results
-) -> list[tuple[Obj, str]]:
+def plan_depends_on(groups: list[list[Obj]], scopes: Scopes, results: Results) -> list[tuple[Obj, str]]:
     """(resource, new annotation value) for every resource of a step after the first non-empty one.
 
     Each resource depends on every resource of the nearest earlier non-empty step; entries already in
@@ -99,7 +98,7 @@ def plan_depends_on(
     return planned
 
 
-def _ref(obj: Obj, scopes: dependson.Scopes) -> dependson.ObjRef:
+def _ref(obj: Obj, scopes: Scopes) -> dependson.ObjRef:
     ref = ref_of(obj)
     namespace = "" if scopes.cluster_scoped(ref.group, ref.kind) else ref.namespace
     return dependson.ObjRef(ref.group, ref.kind, ref.name, namespace)

@@ -22,10 +22,10 @@ import difflib
 from collections.abc import Iterable
 
 from krmfn.functions.set_steps.config import SetStepsConfig
-from krmfn.functions.set_steps.dependson import Scopes
 from krmfn.kobj import Obj, Ref, annotations_of, get_path, is_local_config, ref_of
 from krmfn.podtemplates import pod_templates, pod_uses
 from krmfn.results import Results
+from krmfn.scopes import Scopes
 from krmfn.selector import JOB_BASE_NAME, Selector
 
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")

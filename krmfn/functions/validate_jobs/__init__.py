@@ -5,43 +5,12 @@ A validator: it changes nothing and reports results (see rules.RULES for every r
 
 from __future__ import annotations
 
-from krmfn import Function, ResourceList
+from krmfn import Function
 from krmfn.functions.validate_jobs.config import ValidateJobsConfig
-from krmfn.functions.validate_jobs.rules import RULES, check
-from krmfn.kobj import is_local_config
-from krmfn.kustomize_names import Names
+from krmfn.functions.validate_jobs.rules import RULES
+from krmfn.functions.validate_jobs.transform import validate_jobs
 
 __all__ = ["FUNCTION", "RULES", "ValidateJobsConfig", "main"]
-KINDS = ("Job", "CronJob")
-
-
-def validate_jobs(rl: ResourceList, config: ValidateJobsConfig) -> None:
-    counts = dict.fromkeys(KINDS, 0)
-    names = Names(rl.items)
-    for obj in rl.items:
-        kind = obj.get("kind")
-        if kind not in KINDS or not str(obj.get("apiVersion", "")).startswith("batch/"):
-            continue
-        if is_local_config(obj):
-            continue
-        counts[str(kind)] += 1
-        for finding in check(obj, names):
-            level = config.level(finding.rule)
-            if level != "off":
-                rl.results.add(
-                    finding.message,
-                    level,
-                    obj,
-                    field=finding.field,
-                    current_value=finding.value,
-                    tags={"rule": finding.rule},
-                )
-    errors = sum(r.severity == "error" for r in rl.results)
-    warnings = sum(r.severity == "warning" for r in rl.results)
-    rl.results.info(
-        f"checked {counts['Job']} Job(s) and {counts['CronJob']} CronJob(s): "
-        f"{errors} error(s), {warnings} warning(s)"
-    )
 
 
 FUNCTION = Function(

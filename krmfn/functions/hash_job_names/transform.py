@@ -22,7 +22,7 @@ from krmfn.kustomize_names import Names, as_built, record_rename
 from krmfn.selector import JOB_BASE_NAME
 
 if TYPE_CHECKING:
-    from krmfn.functions.hash_job_names import HashJobNamesConfig
+    from krmfn.functions.hash_job_names.config import HashJobNamesConfig
 
 HASH_NAME = "krmfn.dev/hash-name"
 HASH_NAME_VALUES = ("enabled", "disabled")

@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from krmfn.scopes import Scopes
-
-__all__ = ["ANNOTATION", "ObjRef", "Scopes"]
+__all__ = ["ANNOTATION", "ObjRef", "format_set", "parse_ref", "parse_set"]
 
 ANNOTATION = "config.kubernetes.io/depends-on"
 

@@ -15,7 +15,7 @@ from krmfn.kustomize_names import CONFIGMAP, SECRET, Names, names_of, rewritten_
 from krmfn.podtemplates import ConfigRef, PodTemplate, TemplatePath, pod_templates, spec_refs
 
 if TYPE_CHECKING:
-    from krmfn.functions.set_config_checksum import SetConfigChecksumConfig
+    from krmfn.functions.set_config_checksum.config import SetConfigChecksumConfig
 
 CHECKSUM = "krmfn.dev/config-checksum"
 Key = tuple[str, str, str]

@@ -1,0 +1,165 @@
+"""HttpApi against a mock transport (httpx2.MockTransport) with an injected clock: retries, Retry-After,
+the retry budget, status mapping, paths and bodies. No network, no waiting."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx2
+import pytest
+from lightkube.config.kubeconfig import KubeConfig
+
+from krmfn.runner.api import ApiStatusError, Resource
+from krmfn.runner.errors import ClusterUnreachable
+from krmfn.runner.kube import HttpApi
+
+CONFIG = KubeConfig.from_dict(
+    {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "ctx",
+        "clusters": [{"name": "c", "cluster": {"server": "https://api.test:6443"}}],
+        "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u", "namespace": "apps"}}],
+        "users": [{"name": "u", "user": {"token": "t0k3n"}}],
+    }
+).get()
+CONFIGMAPS = Resource(group="", version="v1", kind="ConfigMap", plural="configmaps", namespaced=True)
+
+
+class Clock:
+    """Time that moves only when the code under test sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+Answer = httpx2.Response | Exception
+
+
+def api(
+    answers: Iterator[Answer] | Callable[[httpx2.Request], Answer], budget: float = 30.0
+) -> tuple[HttpApi, Clock, list[httpx2.Request]]:
+    clock, seen = Clock(), []
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        answer = answers(request) if callable(answers) else next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    http = HttpApi(
+        CONFIG, retry_budget=budget, sleep=clock.sleep, clock=clock, transport=httpx2.MockTransport(handle)
+    )
+    return http, clock, seen
+
+
+def status(code: int, reason: str = "", message: str = "", **headers: str) -> httpx2.Response:
+    body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason,
+            "message": message}  # fmt: skip
+    return httpx2.Response(code, json=body, headers=headers)
+
+
+def ok(body: dict[str, Any] | None = None) -> httpx2.Response:
+    return httpx2.Response(200, json=body or {"kind": "ConfigMap", "metadata": {"name": "x"}})
+
+
+@pytest.mark.parametrize("code", [429, 500, 502, 503, 504])
+def test_transient_answers_are_retried_with_backoff(code: int) -> None:
+    http, clock, seen = api(iter([status(code), status(code), status(code), ok()]))
+    assert http.get(CONFIGMAPS, "x", "apps") == {"kind": "ConfigMap", "metadata": {"name": "x"}}
+    assert len(seen) == 4
+    assert clock.sleeps == [0.05, 0.1, 0.2]
+
+
+@pytest.mark.parametrize(("code", "reason"), [(400, "BadRequest"), (403, "Forbidden"), (409, "Conflict"),
+                                              (422, "Invalid")])  # fmt: skip
+def test_other_errors_are_not_retried_and_keep_the_servers_reason(code: int, reason: str) -> None:
+    http, clock, seen = api(iter([status(code, reason, "spec.template: field is immutable")]))
+    with pytest.raises(ApiStatusError) as caught:
+        http.get(CONFIGMAPS, "x", "apps")
+    assert (caught.value.code, len(seen), clock.sleeps) == (code, 1, [])
+    assert reason in str(caught.value) and "field is immutable" in str(caught.value)
+
+
+def test_retry_after_is_honoured() -> None:
+    http, clock, _ = api(iter([status(429, "TooManyRequests", **{"Retry-After": "3"}), ok()]))
+    http.get(CONFIGMAPS, "x", "apps")
+    assert clock.sleeps == [3.0]
+
+
+def test_a_retry_after_past_the_budget_ends_the_retries_without_sleeping() -> None:
+    http, clock, seen = api(
+        iter([status(503, "ServiceUnavailable", **{"Retry-After": "120"}), ok()]), budget=30
+    )
+    with pytest.raises(ApiStatusError) as caught:
+        http.get(CONFIGMAPS, "x", "apps")
+    assert (caught.value.code, clock.sleeps, len(seen)) == (503, [], 1)
+
+
+def test_the_budget_bounds_retries_of_a_server_that_never_recovers() -> None:
+    http, clock, seen = api(lambda request: status(503), budget=10)
+    with pytest.raises(ApiStatusError):
+        http.get(CONFIGMAPS, "x", "apps")
+    assert clock.now <= 10 and sum(clock.sleeps) == clock.now
+    assert max(clock.sleeps) == 2.0  # the back-off is capped
+    assert len(seen) == len(clock.sleeps) + 1
+
+
+def test_connection_errors_are_retried_then_reported_as_unreachable() -> None:
+    http, clock, _ = api(lambda request: httpx2.ConnectError("connection refused"), budget=5)
+    with pytest.raises(ClusterUnreachable, match=r"cannot reach the API server at https://api\.test:6443"):
+        http.get(CONFIGMAPS, "x", "apps")
+    assert 0 < clock.now <= 5
+
+
+def test_a_connection_error_then_success_is_survived() -> None:
+    http, clock, _ = api(iter([httpx2.ReadError("reset"), ok()]))
+    assert http.get(CONFIGMAPS, "x", "apps")["metadata"]["name"] == "x"
+    assert clock.sleeps == [0.05]
+
+
+def test_not_found_is_none_for_get() -> None:
+    http, _, _ = api(iter([status(404, "NotFound")]))
+    assert http.get(CONFIGMAPS, "x", "apps") is None
+
+
+def test_a_body_that_is_not_json_is_one_clear_error() -> None:
+    http, _, _ = api(iter([httpx2.Response(200, text="<html>proxy login</html>")]))
+    with pytest.raises(ApiStatusError, match="not JSON"):
+        http.get(CONFIGMAPS, "x", "apps")
+
+
+def test_requests_carry_the_token_the_path_segments_and_the_field_manager() -> None:
+    http, _, seen = api(lambda request: ok())
+    http.get(CONFIGMAPS, "a/../b", "apps")
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "apps"}}
+    http.apply(CONFIGMAPS, obj, field_manager="krmfn", force=False, dry_run=False)
+    get, patch = seen
+    assert get.headers["Authorization"] == "Bearer t0k3n"
+    assert get.url.raw_path.decode() == "/api/v1/namespaces/apps/configmaps/a%2F..%2Fb"
+    assert patch.method == "PATCH" and patch.headers["Content-Type"] == "application/apply-patch+yaml"
+    assert patch.url.params["fieldManager"] == "krmfn"
+    assert json.loads(patch.content)["metadata"]["name"] == "x"
+
+
+def test_list_follows_continue_tokens() -> None:
+    pages = iter([
+        ok({"items": [{"metadata": {"name": "a"}}], "metadata": {"continue": "tok"}}),
+        ok({"items": [{"metadata": {"name": "b"}}], "metadata": {}}),
+    ])  # fmt: skip
+    http, _, seen = api(pages)
+    items = http.list(CONFIGMAPS, "apps", "app=web")
+    assert [i["metadata"]["name"] for i in items] == ["a", "b"]
+    assert all(i["kind"] == "ConfigMap" and i["apiVersion"] == "v1" for i in items)
+    assert seen[1].url.params["continue"] == "tok"
