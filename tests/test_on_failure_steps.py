@@ -81,7 +81,11 @@ def test_set_steps_moves_an_object_out_of_an_on_failure_step() -> None:
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"defaultStep": "notify"}, "unknown step 'notify' (an onFailure step cannot be the default)"),
+        (
+            {"defaultStep": "notify"},
+            "'notify' is an onFailure step, which cannot be the default; steps: migrate",
+        ),
+        ({"defaultStep": "nope"}, "unknown step 'nope'; steps: migrate, deploy"),
         ({"onFailure": [{"name": "deploy"}]}, "duplicate step name 'deploy' (also steps[1])"),
         ({"onFailure": [{"name": "n", "timeout": "soon"}]}, "soon"),
     ],

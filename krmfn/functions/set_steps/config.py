@@ -102,12 +102,14 @@ class SetStepsConfig:
                         f"{prefix}{where}[{index}].name",
                     )
                 seen[step.name] = f"{where}[{index}]"
-        if self.default_step and self.default_step not in {step.name for step in self.steps}:
+        names = ", ".join(step.name for step in self.steps)
+        if self.default_step and self.default_step in {step.name for step in self.on_failure}:
             raise ConfigError(
-                f"unknown step {self.default_step!r} (an onFailure step cannot be the default); steps: "
-                f"{', '.join(step.name for step in self.steps)}",
+                f"{self.default_step!r} is an onFailure step, which cannot be the default; steps: {names}",
                 f"{prefix}defaultStep",
             )
+        if self.default_step and self.default_step not in seen:
+            raise ConfigError(f"unknown step {self.default_step!r}; steps: {names}", f"{prefix}defaultStep")
         if self.app and (len(self.app) > 253 or not _DNS_SUBDOMAIN.match(self.app)):
             raise ConfigError(
                 f"app {self.app!r} is not a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', "
