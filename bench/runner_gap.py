@@ -9,13 +9,20 @@
 2. Total: the same sequence with ``krmfn apply`` (the CLI, process start included) against a shell
    script of ``kubectl apply --server-side`` + ``kubectl wait`` (``kubectl rollout status`` for the
    Deployment) per step, on the same cluster, alternating, each run in a fresh namespace.
-3. Bulk: 1,000 ConfigMaps in one step, ``krmfn apply`` against ``kubectl apply --server-side``, each
-   run creating them in a fresh namespace, alternating.
+3. Bulk: 100, 1,000 and 10,000 ConfigMaps in one step, ``krmfn apply`` against ``kubectl apply
+   --server-side``, each run creating them in a fresh namespace, alternating; with krmfn's peak RSS
+   (the child's ``ru_maxrss``).
+4. ``--sweep``: 1,000 ConfigMaps with ``--concurrency`` 1, 4, 8, 16 and 32, alternating with kubectl:
+   how the default (parallel.DEFAULT_CONCURRENCY) was chosen.
+
+    python bench/runner_gap.py --counts 100,1000 --rounds 3    # fewer or smaller bulk rows
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import secrets
 import statistics
 import subprocess
 import sys
@@ -62,7 +69,7 @@ def sequence() -> list[dict[str, Any]]:
 
 def fresh_namespace(cluster: Cluster, prefix: str, n: int) -> str:
     client = cluster.client()
-    name = f"{prefix}-{n}-{int(time.time() * 1000) % 100000}"
+    name = f"{prefix}-{n}-{secrets.token_hex(4)}"  # unique: a sweep reuses prefixes within a second
     client.create(Namespace(metadata=ObjectMeta(name=name)))
     deadline = time.monotonic() + 30
     while True:  # pods are rejected until the namespace's default ServiceAccount exists
@@ -115,11 +122,24 @@ $k wait --for=condition=complete job/cache-warmup --timeout=60s >/dev/null
 """
 
 
+def timed(command: list[str]) -> tuple[float, int]:
+    """Seconds and peak RSS (KiB) of ``command``, a child of its own (``wait4`` gives its usage alone)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        assert proc.stderr is not None
+        raise SystemExit(f"{command[0]} failed ({proc.returncode}): {proc.stderr.read().decode()[-2000:]}")
+    return seconds, usage.ru_maxrss
+
+
 def alternate(
     cluster: Cluster, rounds: int, label: str, ours: list[str], theirs: Callable[[str], list[str]]
-) -> tuple[list[float], list[float]]:
+) -> tuple[list[float], list[float], int]:
     """Seconds per round for ``krmfn apply <ours>`` and for ``theirs(namespace)``, alternating, each run in
-    a fresh namespace of its own."""
+    a fresh namespace of its own; and krmfn's largest peak RSS (KiB)."""
     krmfn = [
         str(Path(sys.executable).parent / "krmfn"),
         "apply",
@@ -131,14 +151,16 @@ def alternate(
     ]
     krmfn_times: list[float] = []
     their_times: list[float] = []
+    rss = 0
     for n in range(rounds):
         for command, times, who in ((lambda ns: [*krmfn, "-n", ns], krmfn_times, "krmfn"),
                                     (theirs, their_times, "kubectl")):  # fmt: skip
             ns = fresh_namespace(cluster, f"{label}-{who}", n)
-            start = time.perf_counter()
-            subprocess.run(command(ns), check=True, capture_output=True)
-            times.append(time.perf_counter() - start)
-    return krmfn_times, their_times
+            seconds, peak = timed(command(ns))
+            times.append(seconds)
+            if who == "krmfn":
+                rss = max(rss, peak)
+    return krmfn_times, their_times, rss
 
 
 def compare(cluster: Cluster, rounds: int, workdir: Path) -> tuple[list[float], list[float]]:
@@ -156,13 +178,16 @@ def compare(cluster: Cluster, rounds: int, workdir: Path) -> tuple[list[float], 
             KUBECTL_SCRIPT.format(kubectl=kubectl, kubeconfig=cluster.kubeconfig, ns=ns, dir=workdir),
         ]
 
-    return alternate(cluster, rounds, "seq", ["-f", str(manifest)], script)
+    ours, theirs, _ = alternate(cluster, rounds, "seq", ["-f", str(manifest)], script)
+    return ours, theirs
 
 
-def bulk(cluster: Cluster, rounds: int, workdir: Path, count: int) -> tuple[list[float], list[float]]:
-    manifest = workdir / "configmaps.yaml"
+def bulk(
+    cluster: Cluster, rounds: int, workdir: Path, count: int, flags: tuple[str, ...] = ()
+) -> tuple[list[float], list[float], int]:
+    manifest = workdir / f"configmaps-{count}.yaml"
     manifest.write_text(dump_all_fast([
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"config-{i:04d}"},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"config-{i:05d}"},
          "data": {"level": "info", "index": str(i)}}
         for i in range(count)
     ]))  # fmt: skip
@@ -172,7 +197,7 @@ def bulk(cluster: Cluster, rounds: int, workdir: Path, count: int) -> tuple[list
         return [kubectl, "--kubeconfig", str(cluster.kubeconfig), "-n", ns, "apply", "--server-side",
                 "--field-manager=bench", "-f", str(manifest)]  # fmt: skip
 
-    return alternate(cluster, rounds, "bulk", ["-f", str(manifest)], server_side)
+    return alternate(cluster, rounds, f"bulk{count}", ["-f", str(manifest), *flags], server_side)
 
 
 def p95(values: list[float]) -> float:
@@ -184,13 +209,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="smoke mode: 2 sequences, 1 round")
+    parser.add_argument("--quick", action="store_true", help="smoke mode: 2 sequences, 1 round, 20 objects")
+    parser.add_argument("--counts", default="100,1000,10000", help="bulk sizes, comma-separated")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of each comparison (10,000: at most 2)")
+    parser.add_argument("--sweep", action="store_true", help="only the --concurrency sweep at 1,000")
+    parser.add_argument("--levels", default="1,4,8,16,32", help="--sweep: the --concurrency values")
     args = parser.parse_args()
-    sequences, rounds, count = (2, 1, 20) if args.quick else (20, 5, 1000)
+    sequences, rounds = (2, 1) if args.quick else (20, args.rounds)
+    counts = [20] if args.quick else [int(c) for c in args.counts.split(",")]
     with tempfile.TemporaryDirectory(prefix="krmfn-bench-") as tmp, Cluster(Path(tmp) / "cluster") as cluster:
+        if args.sweep:
+            sweep(cluster, rounds, Path(tmp), [int(n) for n in args.levels.split(",")])
+            return
         gaps = measure_gaps(cluster, sequences)
         ours, theirs = compare(cluster, rounds, Path(tmp))
-        bulk_ours, bulk_theirs = bulk(cluster, rounds, Path(tmp), count)
+        rows = [(count, *bulk(cluster, rounds if count < 10000 else min(rounds, 2), Path(tmp), count))
+                for count in counts]  # fmt: skip
     ms = [g * 1000 for g in gaps]
     title = f"{len(ms)} boundaries over {sequences} sequences"
     print(f"### Step gap (healthy -> next step's first apply), {title}\n")
@@ -198,8 +232,22 @@ def main() -> None:
     print(f"| {statistics.median(ms):.1f} ms | {p95(ms):.1f} ms | {max(ms):.1f} ms |\n")
     comparison(f"3-step sequence, {rounds} round(s), seconds", ours, "kubectl apply + wait script", theirs)
     print()
-    bulk_title = f"{count:,} ConfigMaps in one step, {rounds} round(s), seconds"
-    comparison(bulk_title, bulk_ours, "kubectl apply --server-side", bulk_theirs)
+    print(f"### ConfigMaps in one step, krmfn apply vs kubectl apply --server-side, {rounds} round(s) "
+          "(10,000: at most 2), median seconds\n")  # fmt: skip
+    print("| objects | krmfn apply | kubectl | ratio krmfn / kubectl | krmfn peak RSS |")
+    print("|---:|---:|---:|---:|---:|")
+    for count, bulk_ours, bulk_theirs, rss in rows:
+        a, b = statistics.median(bulk_ours), statistics.median(bulk_theirs)
+        print(f"| {count:,} | {a:.2f} | {b:.2f} | {a / b:.2f} | {rss / 1024:.0f} MB |")
+
+
+def sweep(cluster: Cluster, rounds: int, workdir: Path, levels: list[int]) -> None:
+    print(f"### 1,000 ConfigMaps by --concurrency, {rounds} round(s), median seconds\n")
+    print("| --concurrency | krmfn apply | kubectl (same rounds) | ratio |\n|---:|---:|---:|---:|")
+    for n in levels:
+        ours, theirs, _ = bulk(cluster, rounds, workdir, 1000, ("--concurrency", str(n)))
+        a, b = statistics.median(ours), statistics.median(theirs)
+        print(f"| {n} | {a:.2f} | {b:.2f} | {a / b:.2f} |", flush=True)
 
 
 def comparison(title: str, ours: list[float], their_name: str, theirs: list[float]) -> None:

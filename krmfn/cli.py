@@ -18,6 +18,8 @@ commands:
   render DIR     run DIR's Kptfile pipeline in-process and print the rendered stream
   plan           print the steps `krmfn apply` would run
   apply          apply a rendered stream step by step, wait for health, prune
+  diff           show what the next apply would change, as a unified diff or JSON Patch
+  status         show the last runs and the live health of what the inventory holds
   export         write the steps for the Flux Operator, Argo CD or kpt live
   version        print the version
 
@@ -71,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "render": "krmfn.render",
         "plan": "krmfn.runner.cli",
         "apply": "krmfn.runner.cli",
+        "diff": "krmfn.runner.cli",
+        "status": "krmfn.runner.status_cmd",
         "export": "krmfn.export",
     }.get(command)
     if module is None:

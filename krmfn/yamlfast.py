@@ -105,7 +105,7 @@ def resolve_plain(text: str) -> Any:
     return text
 
 
-def _problem(message: str, event: Any) -> yaml.constructor.ConstructorError:
+def event_problem(message: str, event: Any) -> yaml.constructor.ConstructorError:
     return yaml.constructor.ConstructorError(None, None, message, event.start_mark)
 
 
@@ -113,7 +113,7 @@ def _tagged(tag: str, text: str, event: Any) -> Any:
     if not tag.startswith(_T):
         if tag == "!":
             return text
-        raise _problem(f"could not determine a constructor for the tag {tag!r}", event)
+        raise event_problem(f"could not determine a constructor for the tag {tag!r}", event)
     name = tag[len(_T) :]
     try:
         if name in ("str", "timestamp"):  # Kubernetes has no timestamp type: keep the text
@@ -129,11 +129,11 @@ def _tagged(tag: str, text: str, event: Any) -> Any:
         if name == "binary":
             return base64.decodebytes(text.encode("ascii"))
     except IntRangeError:
-        raise _problem(INT_RANGE_PROBLEM, event) from None
+        raise event_problem(INT_RANGE_PROBLEM, event) from None
     except (ValueError, KeyError, UnicodeEncodeError, binascii.Error):
         # The tag and the position, never the value: it may be a Secret's.
-        raise _problem(invalid_tag_problem(name), event) from None
-    raise _problem(f"could not determine a constructor for the tag {tag!r}", event)
+        raise event_problem(invalid_tag_problem(name), event) from None
+    raise event_problem(f"could not determine a constructor for the tag {tag!r}", event)
 
 
 def invalid_tag_problem(name: str) -> str:
@@ -141,7 +141,7 @@ def invalid_tag_problem(name: str) -> str:
     return f"the value is not a valid !!{name}"
 
 
-def _scalar(event: ScalarEvent) -> Any:
+def scalar_value(event: ScalarEvent) -> Any:
     tag = event.tag
     if tag is None:  # libyaml marks an untagged plain scalar as implicit[0]; quoted ones as implicit[1]
         if not event.implicit[0]:
@@ -149,11 +149,11 @@ def _scalar(event: ScalarEvent) -> Any:
         try:
             return resolve_plain(event.value)
         except IntRangeError:
-            raise _problem(INT_RANGE_PROBLEM, event) from None
+            raise event_problem(INT_RANGE_PROBLEM, event) from None
     return _tagged(tag, event.value, event)
 
 
-class _Mapping:
+class MappingFrame:
     """A mapping under construction: its dict, the pending key and the merges to apply at its end."""
 
     __slots__ = ("key", "merges", "target", "want_key")
@@ -182,27 +182,27 @@ _MERGE = object()
 def _documents(parser: Any) -> Iterator[Any]:
     """Every document of the stream, built from events (aliases share objects, as PyYAML's do)."""
     anchors: dict[str, Any] = {}
-    stack: list[Any] = []  # _Mapping frames and lists
+    stack: list[Any] = []  # MappingFrame frames and lists
     root: list[Any] = []
     while parser.check_event():
         event = parser.get_event()
         kind = type(event)
         if kind is ScalarEvent:
-            value = _scalar(event)
+            value = scalar_value(event)
             if event.anchor is not None:
                 anchors[event.anchor] = value
         elif kind is MappingStartEvent:
             value = {}
             if event.anchor is not None:
                 anchors[event.anchor] = value
-            _add(stack, root, value, event)
-            stack.append(_Mapping(value))
+            add_value(stack, root, value, event)
+            stack.append(MappingFrame(value))
             continue
         elif kind is SequenceStartEvent:
             value = []
             if event.anchor is not None:
                 anchors[event.anchor] = value
-            _add(stack, root, value, event)
+            add_value(stack, root, value, event)
             stack.append(value)
             continue
         elif kind is MappingEndEvent:
@@ -213,7 +213,7 @@ def _documents(parser: Any) -> Iterator[Any]:
             continue
         elif kind is AliasEvent:
             if event.anchor not in anchors:
-                raise _problem(f"found undefined alias {event.anchor!r}", event)
+                raise event_problem(f"found undefined alias {event.anchor!r}", event)
             value = anchors[event.anchor]
         elif kind is DocumentStartEvent:
             anchors.clear()
@@ -224,10 +224,10 @@ def _documents(parser: Any) -> Iterator[Any]:
             continue
         else:  # StreamStart/StreamEnd
             continue
-        _add(stack, root, value, event)
+        add_value(stack, root, value, event)
 
 
-def _add(stack: list[Any], root: list[Any], value: Any, event: Any) -> None:
+def add_value(stack: list[Any], root: list[Any], value: Any, event: Any) -> None:
     if not stack:
         root.append(value)
         return
@@ -246,7 +246,7 @@ def _add(stack: list[Any], root: list[Any], value: Any, event: Any) -> None:
                     raise DuplicateKeyError(f"duplicate key {event.value!r}{where}")
                 frame.key = value
         elif isinstance(value, (dict, list)):
-            raise _problem("found unhashable key", event)
+            raise event_problem("found unhashable key", event)
         else:
             frame.key = value
         frame.want_key = False
@@ -269,7 +269,7 @@ def _merge_pairs(value: Any, event: Any) -> list[tuple[Any, Any]]:
             for key, item in source.items():
                 merged.setdefault(key, item)
         return list(merged.items())
-    raise _problem("expected a mapping or list of mappings for merging", event)
+    raise event_problem("expected a mapping or list of mappings for merging", event)
 
 
 def load_single(text: str) -> Any:
@@ -297,14 +297,14 @@ def load_all(text: str) -> Iterator[Any]:
 # --- dumping -------------------------------------------------------------------------------------
 
 
-class _QuotingResolver(yaml.resolver.Resolver):
+class QuotingResolver(yaml.resolver.Resolver):
     """YAML 1.1 plus 1.2 core: a string either kind of reader would take for something else is quoted."""
 
 
 for _tag, _regexp, _first in (("int", INT, "-+0123456789"), ("float", FLOAT, "-+0123456789.")):
-    _QuotingResolver.add_implicit_resolver(_T + _tag, _regexp, list(_first))
+    QuotingResolver.add_implicit_resolver(_T + _tag, _regexp, list(_first))
 
-_RESOLVER = _QuotingResolver()
+_RESOLVER = QuotingResolver()
 _FLOAT_REPR = yaml.representer.SafeRepresenter()
 
 
@@ -327,7 +327,7 @@ _RUAMEL_FLOAT = re.compile(
     r"^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+"
     r"|[-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?)$"
 )
-_AMBIGUOUS_FIRST = frozenset(_QuotingResolver.yaml_implicit_resolvers) | {"y", "Y", "n", "N"}
+_AMBIGUOUS_FIRST = frozenset(QuotingResolver.yaml_implicit_resolvers) | {"y", "Y", "n", "N"}
 
 
 def _number_like(text: str) -> bool:

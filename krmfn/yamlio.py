@@ -28,7 +28,7 @@ from krmfn.limits import Limits
 Mode = Literal["fast", "fidelity"]
 
 
-class _FastDumper(CEmitter, yaml.representer.SafeRepresenter, yamlfast._QuotingResolver):
+class _FastDumper(CEmitter, yaml.representer.SafeRepresenter, yamlfast.QuotingResolver):
     """PyYAML's own dumper, for the rare document holding a type the event dumper does not handle."""
 
     def __init__(self, stream: Any, **kwargs: Any) -> None:
@@ -40,7 +40,7 @@ class _FastDumper(CEmitter, yaml.representer.SafeRepresenter, yamlfast._QuotingR
             explicit_start=kwargs.get("explicit_start"),
         )
         yaml.representer.SafeRepresenter.__init__(self, default_flow_style=False, sort_keys=False)
-        yamlfast._QuotingResolver.__init__(self)
+        yamlfast.QuotingResolver.__init__(self)
 
 
 def _represent_str(dumper: yaml.representer.SafeRepresenter, value: str) -> yaml.ScalarNode:
@@ -132,7 +132,7 @@ def _check_depth(doc: Any, limits: Limits) -> None:
             stack.extend((v, depth + 1) for v in value if isinstance(v, (dict, list)))
 
 
-def _aliases_possible(text: str) -> bool:
+def aliases_possible(text: str) -> bool:
     return "&" in text and "*" in text
 
 
@@ -161,8 +161,8 @@ def _parse(text: str, mode: Mode, limits: Limits, single: bool) -> list[Any]:
             f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)"
         ) from None
     except Exception as err:  # both parsers raise many error types; all mean the same to a user
-        raise YAMLSyntaxError(_not_utf8(text) or _describe_yaml_error(err)) from None
-    aliases = _aliases_possible(text)
+        raise YAMLSyntaxError(not_utf8(text) or describe_yaml_error(err)) from None
+    aliases = aliases_possible(text)
     try:
         for doc in docs:
             check_expanded(doc, limits, aliases)
@@ -206,7 +206,7 @@ def _check_flow_depth(text: str, limits: Limits) -> None:
         parser.dispose()
 
 
-def _not_utf8(text: str) -> str:
+def not_utf8(text: str) -> str:
     """The message for text decoded with surrogateescape (how Python reads non-UTF-8 stdin)."""
     found = _SURROGATE.search(text)
     if found is None:
@@ -234,10 +234,10 @@ def _load_fidelity(text: str, every_document: bool = False) -> Any:
             warnings.simplefilter("ignore")
             return yamlrt.load_all(text) if every_document else yamlrt.load(text)
     except RuamelDuplicateKeyError as err:
-        raise DuplicateKeyError(_describe_yaml_error(err)) from None
+        raise DuplicateKeyError(describe_yaml_error(err)) from None
 
 
-def _describe_yaml_error(err: Exception) -> str:
+def describe_yaml_error(err: Exception) -> str:
     problem = getattr(err, "problem", None)
     mark = getattr(err, "problem_mark", None)
     if problem and mark is not None:

@@ -13,7 +13,8 @@ from krmfn.cli import main as krmfn_main
 from krmfn.registry import CANONICAL_ORDER, load
 
 COMMANDS = [
-    [], ["fn"], ["render"], ["plan"], ["apply"], ["export"], ["export", "resourceset"], ["export", "argocd"],
+    [], ["fn"], ["render"], ["plan"], ["apply"], ["diff"], ["status"], ["export"], ["export", "resourceset"],
+    ["export", "argocd"],
     *(["fn", name] for name in CANONICAL_ORDER),
 ]  # fmt: skip
 
@@ -44,8 +45,10 @@ def test_help_lists_exit_codes_two_examples_and_the_docs(command: list[str]) -> 
 def _parsers() -> list[tuple[str, argparse.ArgumentParser]]:
     from krmfn.export import _parser as export_parser
     from krmfn.runner.cli import parser
+    from krmfn.runner.status_cmd import parser as status_parser
 
-    found = [("plan", parser("plan")), ("apply", parser("apply")), ("export", export_parser())]
+    found = [("plan", parser("plan")), ("apply", parser("apply")), ("diff", parser("diff")),
+             ("status", status_parser()), ("export", export_parser())]  # fmt: skip
     for action in found[-1][1]._actions:
         if isinstance(action, argparse._SubParsersAction):
             found += [(f"export {name}", sub) for name, sub in action.choices.items()]

@@ -16,7 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from krmfn.runner.api import Api
-from krmfn.runner.applyset import ID_LABEL, JOB_RECORDS, LEGACY_COMPLETED_JOBS, PART_OF, Parent, applyset_id
+from krmfn.runner.applyset import (
+    ID_LABEL,
+    INVENTORY,
+    JOB_RECORDS,
+    LEGACY_COMPLETED_JOBS,
+    PART_OF,
+    Parent,
+    applyset_id,
+)
 from krmfn.runner.cli import main
 from krmfn.runner.engine import Options, Runner
 from krmfn.runner.errors import SourceError
@@ -92,6 +100,7 @@ RESERVED = [
     ("annotations", JOB_RECORDS),
     ("annotations", LEGACY_COMPLETED_JOBS),
     ("annotations", LOCK),
+    *(("annotations", key) for key in sorted(INVENTORY)),  # every annotation of krmfn's record (runs too)
 ]
 
 

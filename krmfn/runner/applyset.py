@@ -19,6 +19,7 @@ from typing import Any, Literal
 from krmfn.names import dns_subdomain_problem, kind_problem, namespace_problem
 from krmfn.runner.errors import InventoryError
 from krmfn.runner.lock import LOCK
+from krmfn.runner.runs import LAST_PLAN, RUNS, RunRecord, parse_runs, render_runs
 
 ID_LABEL = "applyset.kubernetes.io/id"
 PART_OF = "applyset.kubernetes.io/part-of"
@@ -53,7 +54,7 @@ class JobRecord:
 
 APPLYSET_PREFIX = "applyset.kubernetes.io/"
 """Every ApplySet label and annotation (KEP-3659) starts so; only the runner writes them."""
-INVENTORY = frozenset({JOB_RECORDS, LEGACY_COMPLETED_JOBS, LOCK})
+INVENTORY = frozenset({JOB_RECORDS, LEGACY_COMPLETED_JOBS, LOCK, RUNS, LAST_PLAN})
 """krmfn's own annotations of the parent."""
 
 
@@ -79,6 +80,10 @@ class Parent:
     jobs: dict[str, JobRecord] = field(default_factory=dict)
     """``namespace/name`` -> what the runner knows of the Job it applied under that name."""
     exists: bool = False
+    runs: list[RunRecord] = field(default_factory=list)
+    """The last runs, oldest first (runs.py), for ``krmfn status``."""
+    last_plan: str = ""
+    """The last run's objects, as runs.encode_plan writes them."""
 
     @property
     def id(self) -> str:
@@ -105,6 +110,8 @@ class Parent:
         parent.group_kinds = _split(str(annotations.get(GROUP_KINDS, "")))
         parent.namespaces = _split(str(annotations.get(NAMESPACES, "")))
         parent._check_lists()
+        parent.runs = parse_runs(str(annotations.get(RUNS, "")))
+        parent.last_plan = str(annotations.get(LAST_PLAN, ""))
         for entry in _split(str(annotations.get(LEGACY_COMPLETED_JOBS, ""))):
             job, _, spec_hash = entry.partition("=")
             if job and spec_hash:
@@ -144,6 +151,10 @@ class Parent:
             annotations[NAMESPACES] = ",".join(extra)
         if self.jobs:
             annotations[JOB_RECORDS] = ",".join(f"{k}={v.render()}" for k, v in sorted(self.jobs.items()))
+        if self.runs:
+            annotations[RUNS] = render_runs(self.runs)
+        if self.last_plan:
+            annotations[LAST_PLAN] = self.last_plan
         return {
             "apiVersion": "v1",
             "kind": "Secret",

@@ -22,6 +22,7 @@ from krmfn.runner.errors import Interrupted, SourceError
 from krmfn.runner.events import Error
 from krmfn.runner.identity import Identity, identify
 from krmfn.runner.joblogs import DEFAULT_LINES
+from krmfn.runner.parallel import DEFAULT_CONCURRENCY
 from krmfn.runner.plan import Plan, build_plan, check_applyset
 from krmfn.runner.printers import format_plan, make_printer, plan_data
 from krmfn.runner.source import kustomize_build, read_files
@@ -62,6 +63,15 @@ def _log_lines(text: str) -> int:
     return value
 
 
+MAX_CONCURRENCY = 64
+
+
+def _concurrency(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_CONCURRENCY:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_CONCURRENCY}: {text!r}")
+    return int(text)
+
+
 EXIT_CODES = {
     "plan": (("0", "the plan was printed"), ("2", "a usage or input error (unreadable file, bad "
                                                    "annotation)")),
@@ -71,6 +81,13 @@ EXIT_CODES = {
               "inventory locked, another app's, or not krmfn's"),
         ("2", "a usage or input error, before any connection (no inventory name while pruning)"),
         ("130, 143", "interrupted by SIGINT, SIGTERM: nothing pruned, run again to continue"),
+    ),
+    "diff": (
+        ("0", "the next apply would change nothing"),
+        ("1", "it would change something (shown), or the namespace has no inventory of that name"),
+        ("2", "an error: bad input, the cluster unreachable, an object the server refuses (named), "
+              "another tool's or app's inventory, KRMFN_DIFF failed"),
+        ("130", "interrupted by SIGINT; nothing was written"),
     ),
 }  # fmt: skip
 EXAMPLES = {
@@ -85,19 +102,35 @@ EXAMPLES = {
          "kustomize build . | krmfn-render --fn-config render.yaml | krmfn apply -f - -n prod --timeout 15m "
          "-o json"),
     ),
+    "diff": (
+        ("what the next apply of a kustomize overlay would change, as a unified diff",
+         "krmfn diff -k overlays/prod --enable-exec -n prod --applyset shop"),
+        ("the changes as JSON Patch events, shown with another program otherwise",
+         "krmfn diff -f rendered.yaml -n prod -o json; KRMFN_DIFF='diff -u -r' krmfn diff -f rendered.yaml "
+         "-n prod"),
+    ),
 }  # fmt: skip
+
+
+PAGES = {"diff": "docs/runner.md#krmfn-diff"}
+DESCRIPTIONS = {
+    "plan": "Print the steps `krmfn apply` would run, without connecting to a cluster.",
+    "apply": "Apply a rendered stream step by step: server-side apply, wait for health, record an ApplySet "
+    "inventory named after the app, prune what is no longer rendered.",
+    "diff": "Show what `krmfn apply` with the same input and flags would change: per step, a server-side "
+    "dry run (dryRun=All, the same field manager) of every object compared with the live object, as a "
+    "unified diff per object (managed fields, status and server-set metadata left out, Secret values "
+    "masked), and the members the next apply would prune as deletions. Writes nothing, takes no lock. "
+    "KRMFN_DIFF names another program to compare the two sides (it gets two directories, as with "
+    "KUBECTL_EXTERNAL_DIFF); colour on a terminal only (NO_COLOR turns it off).",
+}
 
 
 def parser(command: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=f"krmfn {command}",
-        description=(
-            "Print the steps `krmfn apply` would run, without connecting to a cluster."
-            if command == "plan"
-            else "Apply a rendered stream step by step: server-side apply, wait for health, record an "
-            "ApplySet inventory named after the app, prune what is no longer rendered."
-        ),
-        epilog=epilog(EXIT_CODES[command], EXAMPLES[command], "docs/runner.md"),
+        description=DESCRIPTIONS[command],
+        epilog=epilog(EXIT_CODES[command], EXAMPLES[command], PAGES.get(command, "docs/runner.md")),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     src = p.add_mutually_exclusive_group(required=True)
@@ -121,24 +154,29 @@ def parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("--timeout", type=_duration, default=0.0, metavar="DURATION",
                        help="bound the whole run, lock wait and prune included (default: none; each step "
                        "keeps its own timeout within it)")  # fmt: skip
-    p.add_argument("--health-checks", metavar="FILE",
-                   help="CEL health checks for custom resources, Flux's healthCheckExprs: a list of "
-                   "{apiVersion, kind, current, inProgress, failed}, or a document with healthCheckExprs: "
-                   "(docs/runner.md#health-checks-in-cel)")  # fmt: skip
+    if command in ("plan", "apply"):
+        p.add_argument("--health-checks", metavar="FILE",
+                       help="CEL health checks for custom resources, Flux's healthCheckExprs: a list of "
+                       "{apiVersion, kind, current, inProgress, failed}, or a document with "
+                       "healthCheckExprs: (docs/runner.md#health-checks-in-cel)")  # fmt: skip
     p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=None,
                    help="wait for the final step's health (default: its krmfn.dev/wait)")  # fmt: skip
     p.add_argument("-o", "--output", choices=["text", "json"], default="text",
-                   help="text: a live view on a terminal, plain lines otherwise; json: one event per "
-                   "line, then a result line (docs/runner.md#output)")  # fmt: skip
+                   help="text: a unified diff per changed object; json: one event per object with its "
+                   "change as a JSON Patch, then a result line (docs/runner.md#krmfn-diff)"
+                   if command == "diff" else "text: a live view on a terminal, plain lines otherwise; "
+                   "json: one event per line, then a result line (docs/runner.md#output)")  # fmt: skip
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context (default: its current-context)")
-    if command == "apply":
+    if command in ("apply", "diff"):
         p.add_argument("--retry-timeout", type=_duration, default=30.0, metavar="DURATION",
                        help="how long one request retries connection errors, 429 and 5xx answers "
                        "(default 30s)")  # fmt: skip
+    if command == "apply":
         p.add_argument("--dry-run", choices=["none", "client", "server"], default="none", nargs="?",
                        const="client", help="client (or bare --dry-run): print the plan; server: send "
                        "every request with dryRun=All and report what would change")  # fmt: skip
+    if command in ("apply", "diff"):
         p.add_argument("--field-manager", default="krmfn", help="server-side apply field manager")
         p.add_argument("--force-conflicts", action="store_true",
                        help="take over fields another field manager owns")  # fmt: skip
@@ -157,6 +195,11 @@ def parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("--prune-crds", action="store_true",
                        help="also prune CustomResourceDefinitions no longer rendered (deletes their custom "
                        "resources)")  # fmt: skip
+    if command == "apply":
+        p.add_argument("--concurrency", type=_concurrency, default=DEFAULT_CONCURRENCY, metavar="N",
+                       help="apply requests in flight within a step, per group of one kind (Namespaces and "
+                       f"CRDs first, Jobs one at a time and last); 1: one at a time (default "
+                       f"{DEFAULT_CONCURRENCY})")  # fmt: skip
         p.add_argument("--log-lines", type=_log_lines, default=DEFAULT_LINES, metavar="N",
                        help="last log lines of each failed container of a failed Job, in the error and "
                        f"the status event (default {DEFAULT_LINES}; 0: none)")  # fmt: skip
@@ -179,7 +222,7 @@ def _fail(command: str, err: RunnerError | str) -> None:
 
 def main(argv: list[str], api_factory: ApiFactory = _api_from_args) -> int:
     command, rest = argv[0], argv[1:]
-    if command not in ("plan", "apply"):
+    if command not in ("plan", "apply", "diff"):
         sys.stderr.write(safe_line(f"krmfn: unknown runner command {command!r}") + "\n")
         return EXIT_USAGE
     args = parser(command).parse_args(rest)
@@ -196,6 +239,10 @@ def main(argv: list[str], api_factory: ApiFactory = _api_from_args) -> int:
     except RunnerError as err:
         _fail(command, err)
         return EXIT_USAGE
+    if command == "diff":
+        from krmfn.runner import diff_cmd
+
+        return diff_cmd.run(args, docs, api_factory)
     if command == "plan" or args.dry_run == "client":
         return _plan(args, docs)
     return _apply(args, docs, api_factory)
@@ -305,6 +352,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         timeout=args.timeout,
         log_lines=args.log_lines,
         health_checks=health_checks,
+        concurrency=args.concurrency,
     )
     runner = Runner(api, options, printer)
 

@@ -14,7 +14,8 @@ import queue
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, Protocol, TypeVar
+from functools import partial
+from typing import Any, ParamSpec, Protocol, TypeGuard, TypeVar
 
 import krmfn
 from krmfn.errors import RunnerError
@@ -53,7 +54,10 @@ from krmfn.runner.events import Inventory as InventoryEvent
 from krmfn.runner.healthexprs import HealthChecks
 from krmfn.runner.inventory import Inventory
 from krmfn.runner.lock import LEASE
+from krmfn.runner.members import foreign_inventory, list_members
+from krmfn.runner.parallel import DEFAULT_CONCURRENCY, groups, in_order
 from krmfn.runner.plan import Item, Key, Plan, Step, key_of, kind_rank
+from krmfn.runner.runs import RunLog
 from krmfn.runner.status import Health, health
 from krmfn.runner.waiter import Watched, Watcher
 from krmfn.selector import JOB_BASE_NAME
@@ -73,8 +77,6 @@ GUARDED = {
         "prune_crds", "--prune-crds", "deleting a CRD deletes every custom resource of its kind"
     ),
 }  # fmt: skip
-SHARED_KINDS = frozenset({("", "Namespace"), ("apiextensions.k8s.io", "CustomResourceDefinition")})
-"""Kinds two apps often both render: sharing one of them does not make an inventory this app's."""
 POD_POLL = 1.0  # how often a wait lists the pods of a pending Job, to show failures as they happen
 
 
@@ -120,6 +122,8 @@ class Options:
     """Health check expressions by kind (``--health-checks`` and the stream's, healthexprs.py)."""
     log_lines: int = joblogs.DEFAULT_LINES
     """Last log lines of each failed container of a failed Job, in the error (``--log-lines``; 0: none)."""
+    concurrency: int = DEFAULT_CONCURRENCY
+    """Apply requests in flight within a group of one kind rank (parallel.py); 1: one at a time."""
 
 
 @dataclass
@@ -161,7 +165,9 @@ class Runner:
     ) -> None:
         self.api = api
         self.options = options
-        self.emit = emit
+        self._runlog = RunLog()
+        """The record of this run on the parent (runs.py), for ``krmfn status``."""
+        self.emit = self._runlog.observing(emit)
         self.clock = clock or SystemClock()
         self._signal: int | None = None
         self._resources: dict[Key, Resource] = {}
@@ -191,9 +197,14 @@ class Runner:
         try:
             try:
                 self._run(plan, result)
+            except RunnerError as err:
+                failed = plan.steps[self._step].name if 0 <= self._step < len(plan.steps) else None
+                self._runlog.end(err, failed)
+                raise
             finally:
                 if self._inventory is not None:
-                    self._inventory.abandon()  # releases the lock after a failure; nothing after close()
+                    # Releases the lock after a failure, recording how the run ended; nothing after close().
+                    self._inventory.abandon(self._parent if self._runlog.record is not None else None)
             result.ok = True
         except RunnerError as err:
             result.error = err
@@ -239,6 +250,7 @@ class Runner:
                 parent.group_kinds = {key.group_kind for key in members}
                 parent.namespaces = {key.namespace for key in members if key.namespace}
             self._during = "recording the inventory"
+            self._runlog.end(None, None)
             self._inventory_of().close(parent)
 
     def _run_on_failure(self, plan: Plan, parent: Parent, result: Result, failure: RunnerError) -> None:
@@ -321,6 +333,7 @@ class Runner:
             # every kind and namespace that may hold members.
             parent.group_kinds |= {it.key.group_kind for it in plan.items}
             parent.namespaces |= {it.key.namespace for it in plan.items if it.key.namespace}
+            self._runlog.start(parent, [str(it.key) for it in plan.items])
 
         self._during = "waiting for the inventory lock"
         # Members are applied only once the parent lists their kinds and this run holds the lock.
@@ -336,40 +349,19 @@ class Runner:
         kinds, namespaces = self._recorded
         members = self._members(parent, kinds, namespaces | {parent.namespace})
         self._before = {key_of(obj): obj for obj in members}
-        if not self.options.prune or self.options.adopt or not members:
+        if not self.options.prune or self.options.adopt:
             return
-        planned = {it.key for it in plan.items}
-        if any(k in planned for k in self._before if (k.group, k.kind) not in SHARED_KINDS):
-            return
-        foreign = sorted(k for k in self._before if k not in planned)
-        if not foreign:
-            return
-        shown = ", ".join(str(k) for k in foreign[:5]) + (
-            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        foreign = foreign_inventory(
+            parent, self.options.applyset_source, {it.key for it in plan.items}, self._before
         )
-        raise InventoryError(
-            f"the inventory {parent.namespace}/{parent.name} ({self.options.applyset_source}) holds "
-            f"{len(foreign)} object(s) this render does not have ({shown}) and none of the objects it "
-            "applies, so it looks like another app's: pruning would delete them. Give this app its own "
-            "inventory (--applyset NAME, or app: in set-steps' config), or, if this render replaces "
-            "that app, pass --adopt to take the inventory over and prune them; nothing was applied"
-        )
+        if foreign is not None:
+            raise InventoryError(f"{foreign}; nothing was applied")
 
     def _members(self, parent: Parent, kinds: set[str], namespaces: set[str]) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        if not parent.exists:
-            return found
-        for group_kind in sorted(kinds):
-            kind, _, group = group_kind.partition(".")
-            try:
-                res = self.api.resource_for_group_kind(group, kind)
-            except NoSuchKind:
-                continue
-            for namespace in sorted(namespaces) if res.namespaced else [""]:
-                self._check_stop()
-                key = Key(group, kind, namespace, "")
-                found.extend(self._call(key, self.api.list, res, namespace, f"{PART_OF}={parent.id}"))
-        return found
+        listed = list_members(
+            self.api, parent, kinds, namespaces, call=self._call, check_stop=self._check_stop
+        )
+        return [obj for obj, _ in listed]
 
     def _inventory_of(self) -> Inventory:
         assert self._inventory is not None, "the parent is opened before anything is written"
@@ -394,10 +386,7 @@ class Runner:
         try:
             self._during = f"step {step.name}"
             self._recreate_failed_jobs(step, deadline)
-            tracked = []
-            for item in step.items:
-                self._check_stop()
-                tracked.append(self._apply(step, item, parent, deadline))
+            tracked = self._apply_items(step, parent, deadline)
             self._write_parent(parent)  # the Jobs just started are remembered before anything is awaited
             if self.options.dry_run or not step.wait:
                 self.emit(StepDone(step.index, step.name, "applied", self.clock.monotonic() - started))
@@ -415,6 +404,37 @@ class Runner:
             raise
         self.emit(StepDone(step.index, step.name, "healthy", self.clock.monotonic() - started))
 
+    def _apply_items(self, step: Step, parent: Parent, deadline: float) -> list[Tracked]:
+        """The step's objects, in groups of one kind rank (parallel.py); a group's objects concurrently,
+        at most ``concurrency`` requests in flight, reported in plan order."""
+        tracked: list[Tracked] = []
+        for group in groups(step.items, lambda it: _is_job(it.key) or it.key not in self._resources):
+            if len(group) == 1 or self.options.concurrency <= 1:
+                for item in group:
+                    self._check_stop()
+                    tracked.append(self._apply(step, item, parent, deadline))
+                continue
+            objs = [_as_member(item.obj, parent.id) for item in group]
+            tasks = [
+                partial(self._ssa, it.key, self._resources[it.key], obj)
+                for it, obj in zip(group, objs, strict=True)
+            ]
+            first: RunnerError | None = None
+            for i, future in in_order(tasks, self.options.concurrency, self._check_stop):
+                item, res, err = group[i], self._resources[group[i].key], future.exception()
+                if err is None:
+                    tracked.append(self._applied(step, item, res, *future.result()))
+                elif _forced(err, item):
+                    if first is None:  # re-created after the requests in flight are done, one at a time
+                        tracked.append(
+                            self._force_recreate(step, item.key, res, objs[i], deadline, why=err.cause)
+                        )
+                elif first is None:
+                    first = err if isinstance(err, RunnerError) else ObjectError(str(item.key), str(err))
+            if first is not None:
+                raise first
+        return tracked
+
     def _apply(self, step: Step, item: Item, parent: Parent, deadline: float) -> Tracked:
         res = self._resource_for(step, item, deadline)
         obj = _as_member(item.obj, parent.id)
@@ -423,9 +443,12 @@ class Runner:
         try:
             live, created = self._ssa(item.key, res, obj)
         except InvalidObject as err:
-            if not (jobs.is_immutable_error(str(err)) and jobs.enabled(item.annotations, jobs.FORCE)):
+            if not _forced(err, item):
                 raise
             return self._force_recreate(step, item.key, res, obj, deadline, why=err.cause)
+        return self._applied(step, item, res, live, created)
+
+    def _applied(self, step: Step, item: Item, res: Resource, live: dict[str, Any], created: bool) -> Tracked:
         if created:
             action: ApplyAction = "created"
         elif not _changed(self._before.get(item.key), live):
@@ -578,7 +601,7 @@ class Runner:
         key, ref = item.key, _job_ref(item.key)
         record, ran_as = parent.jobs.get(ref), ""
         if record is None or not _same_run(record, wanted, item.obj):
-            record, ran_as = self._renamed_run(item, parent, wanted)
+            record, ran_as = renamed_run(item, parent, wanted)
             if record is None:
                 return None, ""
         self._record(ref, wanted, record.outcome)  # recorded again under this name and run hash
@@ -601,18 +624,6 @@ class Runner:
             )
         self._report_apply(step, key, "skipped", why)
         return Tracked(key, res, None, settled=Health("current", why)), ""
-
-    def _renamed_run(self, item: Item, parent: Parent, wanted: str) -> tuple[JobRecord | None, str]:
-        """The record of this run under another hashed name of the same ``krmfn.dev/job-base-name``."""
-        base = item.annotations.get(jobs.JOB_BASE_NAME)
-        if not isinstance(base, str) or not base:
-            return None, ""
-        prefix = f"{item.key.namespace}/{trim_for_suffix(base, JOB_NAME_MAX - 9)}-"
-        for ref, record in sorted(parent.jobs.items()):
-            suffix = ref.removeprefix(prefix)
-            if ref.startswith(prefix) and len(suffix) == 8 and _same_run(record, wanted, item.obj):
-                return record, ref.partition("/")[2]
-        return None, ""
 
     def _suspended_as_rendered(self, step: Step, item: Item, tracked: Tracked) -> Tracked:
         """A Job rendered with ``suspend: true`` cannot complete until someone resumes it: a step that
@@ -910,12 +921,34 @@ def _uid_of(key: Key, live: dict[str, Any]) -> str:
     return uid
 
 
+def _forced(err: BaseException, item: Item) -> TypeGuard[InvalidObject]:
+    """A change the API server refuses in place, on an object annotated to be re-created for it."""
+    return (
+        isinstance(err, InvalidObject)
+        and jobs.is_immutable_error(str(err))
+        and jobs.enabled(item.annotations, jobs.FORCE)
+    )
+
+
 def _is_job(key: Key) -> bool:
     return key.group == "batch" and key.kind == "Job"
 
 
 def _job_ref(key: Key) -> str:
     return f"{key.namespace}/{key.name}"
+
+
+def renamed_run(item: Item, parent: Parent, wanted: str) -> tuple[JobRecord | None, str]:
+    """The record of this run under another hashed name of the same ``krmfn.dev/job-base-name``."""
+    base = item.annotations.get(jobs.JOB_BASE_NAME)
+    if not isinstance(base, str) or not base:
+        return None, ""
+    prefix = f"{item.key.namespace}/{trim_for_suffix(base, JOB_NAME_MAX - 9)}-"
+    for ref, record in sorted(parent.jobs.items()):
+        suffix = ref.removeprefix(prefix)
+        if ref.startswith(prefix) and len(suffix) == 8 and _same_run(record, wanted, item.obj):
+            return record, ref.partition("/")[2]
+    return None, ""
 
 
 def _same_run(record: JobRecord, wanted: str, job: dict[str, Any]) -> bool:

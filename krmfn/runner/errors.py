@@ -11,7 +11,8 @@ RunnerError (krmfn.errors)
 │   ├── UnknownKind       the cluster serves no such apiVersion/kind (missing CRD?)
 │   └── JobSpecChanged    a Job's spec changed but Job specs are immutable
 ├── InventoryError        the ApplySet parent belongs to another tool, cannot be written, or its lock was lost
-│   └── InventoryLocked   another run holds the inventory lock (and --wait-for-lock ran out)
+│   ├── InventoryLocked   another run holds the inventory lock (and --wait-for-lock ran out)
+│   └── NoInventory       diff/status: no ApplySet parent of that name in the namespace
 ├── StepFailed            an object of a step failed (Job Failed, rollout stalled, ...)
 ├── StepTimeout           a step was not healthy within its timeout
 ├── RunTimeout            the whole run took longer than --timeout
@@ -34,6 +35,7 @@ __all__ = [
     "InventoryLocked",
     "JobSpecChanged",
     "KubeconfigError",
+    "NoInventory",
     "ObjectError",
     "RunTimeout",
     "RunnerError",
@@ -93,6 +95,11 @@ class InventoryError(RunnerError):
 
 class InventoryLocked(InventoryError):
     """Another run holds the ApplySet's lock (lock.py)."""
+
+
+class NoInventory(InventoryError):
+    """``krmfn diff`` or ``krmfn status`` found no ApplySet parent: nothing was applied under that name
+    in that namespace (or the name or namespace is not the one apply used)."""
 
 
 class StepFailed(RunnerError):

@@ -32,9 +32,10 @@ from krmfn.runner.errors import InventoryError, InventoryLocked, ObjectError
 from krmfn.runner.events import Event, Lock
 from krmfn.runner.lock import LEASE, LOCK, RENEW, Lease, held_by_other
 from krmfn.runner.plan import Key
+from krmfn.runner.runs import LAST_PLAN, RUNS
 
 Call = Callable[..., Any]
-OWNED = (TOOLING, GROUP_KINDS, NAMESPACES, JOB_RECORDS, LEGACY_COMPLETED_JOBS, LOCK)
+OWNED = (TOOLING, GROUP_KINDS, NAMESPACES, JOB_RECORDS, LEGACY_COMPLETED_JOBS, LOCK, RUNS, LAST_PLAN)
 """The parent's annotations krmfn writes; a write replaces exactly these."""
 LOCK_POLL = 0.5
 CONFLICT_RETRIES = 5
@@ -205,9 +206,10 @@ class Inventory:
         self._store(parent.render())
         self._shutdown()
 
-    def abandon(self) -> None:
-        """The run failed (or ``close`` already ran): release the lock if still held, best effort --
-        an error is already on its way, and an unreleased lease expires by itself."""
+    def abandon(self, final: Parent | None = None) -> None:
+        """The run failed (or ``close`` already ran): release the lock if still held, storing ``final``
+        (the record of how the run ended) if given, best effort -- an error is already on its way, and an
+        unreleased lease expires by itself."""
         pending, self._pending = self._pending, None
         if pending is not None:
             pending.exception()
@@ -215,7 +217,7 @@ class Inventory:
         if self._lease is not None and self._lost is None:
             self._lease = None
             with contextlib.suppress(RunnerError):
-                self._store()
+                self._store(final.render() if final is not None else None)
         self._shutdown()
 
     # --- internals ---------------------------------------------------------------------------------------

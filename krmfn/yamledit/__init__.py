@@ -21,12 +21,12 @@ from krmfn.yamledit import splice, tree
 from krmfn.yamledit.scalars import Unwritable, needs_quotes
 from krmfn.yamledit.tree import Document, Source, parse
 from krmfn.yamlio import (
-    _aliases_possible,
-    _describe_yaml_error,
-    _not_utf8,
+    aliases_possible,
     check_expanded,
     check_size,
+    describe_yaml_error,
     dump_fast,
+    not_utf8,
 )
 
 __all__ = ["Document", "Source", "Writer", "load", "needs_quotes"]
@@ -44,8 +44,8 @@ def load(text: str, limits: Limits) -> Source:
             f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)"
         ) from None
     except Exception as err:  # libyaml and the constructor raise many types; all mean "not valid YAML"
-        raise YAMLSyntaxError(_not_utf8(text) or _describe_yaml_error(err)) from None
-    aliases = _aliases_possible(text)
+        raise YAMLSyntaxError(not_utf8(text) or describe_yaml_error(err)) from None
+    aliases = aliases_possible(text)
     for doc in source.documents:
         check_expanded(doc.value, limits, aliases)
     return source

@@ -91,8 +91,8 @@ def parse(text: str) -> Source:
 
 
 def _documents(parser: Any, nodes: Nodes, text: str) -> Iterator[Document]:  # noqa: PLR0915
-    # yamlfast._documents plus the node map; kept as one loop because this is the hot path.
-    add = yamlfast._add
+    # the loop of yamlfast._documents plus the node map; kept as one loop because this is the hot path.
+    add = yamlfast.add_value
     starts, ends, afters, kinds, values = nodes.start, nodes.end, nodes.after, nodes.kind, nodes.value
     anchors: dict[str, tuple[Any, int]] = {}
     stack: list[Any] = []  # _Frame or list, as yamlfast's
@@ -108,7 +108,7 @@ def _documents(parser: Any, nodes: Nodes, text: str) -> Iterator[Document]:  # n
         kinds.append,
         values.append,
     )
-    resolve, scalar = yamlfast.resolve_plain, yamlfast._scalar
+    resolve, scalar = yamlfast.resolve_plain, yamlfast.scalar_value
     while parser.check_event():
         event = parser.get_event()
         kind = type(event)
@@ -117,11 +117,11 @@ def _documents(parser: Any, nodes: Nodes, text: str) -> Iterator[Document]:  # n
             if lasts:
                 lasts[-1] = number
             tag = event.tag
-            if tag is None:  # as yamlfast._scalar, inlined: most scalars are untagged
+            if tag is None:  # as yamlfast.scalar_value, inlined: most scalars are untagged
                 try:
                     value = resolve(event.value) if event.implicit[0] else event.value
                 except yamlfast.IntRangeError:
-                    raise yamlfast._problem(yamlfast.INT_RANGE_PROBLEM, event) from None
+                    raise yamlfast.event_problem(yamlfast.INT_RANGE_PROBLEM, event) from None
             else:
                 value = scalar(event)
                 if tag != "!":
@@ -160,7 +160,7 @@ def _documents(parser: Any, nodes: Nodes, text: str) -> Iterator[Document]:  # n
                 anchors[event.anchor] = (value, number)
                 nodes.anchor[number] = event.anchor
             add(stack, root, value, event)
-            stack.append(yamlfast._Mapping(value) if isinstance(value, dict) else value)
+            stack.append(yamlfast.MappingFrame(value) if isinstance(value, dict) else value)
             numbers.append(number)
             lasts.append(-1)
             continue
@@ -183,7 +183,7 @@ def _documents(parser: Any, nodes: Nodes, text: str) -> Iterator[Document]:  # n
                 lasts[-1] = number
             found = anchors.get(event.anchor)
             if found is None:
-                raise yamlfast._problem(f"found undefined alias {event.anchor!r}", event)
+                raise yamlfast.event_problem(f"found undefined alias {event.anchor!r}", event)
             value, target = found
             starts.append(event.start_mark.index + bom)
             ends.append(event.end_mark.index + bom)

@@ -227,6 +227,32 @@ def test_refused_step_names_the_object_stops_the_run_and_keeps_the_inventory_coh
     assert inventory_problems(client, namespace) == []
 
 
+@pytest.mark.parametrize("concurrency", ["1", "16"])
+def test_refused_object_among_many_applied_concurrently_stops_the_step(
+    concurrency: str, apply: Apply, kube_client: Client, namespace: str
+) -> None:
+    """Under concurrency the first failure in plan order is the error, named; what was in flight may be
+    applied, nothing is started after it, no later step runs, and every applied object is a member the
+    parent lists."""
+    crowd = [configmap(f"crowd-{i:02}", 1, k=str(i)) for i in range(60)]
+    crowd[30]["data"] = {"bad key!": "x"}  # a ConfigMap key may not hold a space: 422
+    out = apply([configmap("first", 0), *crowd, configmap("later", 2)], "--concurrency", concurrency)
+    assert out.code == 1
+    assert out.error.startswith(f"ConfigMap {namespace}/crowd-30: invalid: "), out.error
+    assert out.result["failedStepName"] == "step1"
+    applied = [e["object"] for e in out.of("apply")]
+    assert applied[0] == f"ConfigMap {namespace}/first"
+    assert applied[1:] == sorted(applied[1:]) and f"ConfigMap {namespace}/crowd-30" not in applied
+    assert all(f"ConfigMap {namespace}/crowd-{i:02}" in applied for i in range(30))
+    assert len(applied) <= 1 + 30 + int(concurrency) - 1
+    live = {str(meta(cm).name) for cm in kube_client.list(ConfigMap, namespace=namespace)}
+    assert "later" not in live and "crowd-30" not in live
+    assert {f"ConfigMap {namespace}/{name}" for name in live if name.startswith("crowd-")} == {
+        a for a in applied if "crowd-" in a
+    }, "every object applied was reported"
+    assert inventory_problems(kube_client, namespace) == []
+
+
 # --- two runs on one inventory ---------------------------------------------------------------------------
 
 

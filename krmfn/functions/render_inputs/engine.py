@@ -114,7 +114,7 @@ def render(text: str, inputs: Mapping[str, Any]) -> Any:
     if not spans:
         return text
     if len(spans) == 1 and spans[0] == (0, len(text)):
-        value = _value(text, inputs, lambda value, source: _native(_check(value), source))
+        value = _value(text, inputs, lambda value, source: native(_check(value), source))
         return _no_new_expression(value)
     pieces, last = [], 0
     for start, end in spans:
@@ -155,7 +155,7 @@ def _evaluate(expression: str, inputs: Mapping[str, Any]) -> Any:
         raise RenderError(f"the expression is over {MAX_EXPRESSION} characters", expression)
     try:
         value = _compile(source)(inputs=inputs)
-        _defined(value)
+        check_defined(value)
         return value
     except TemplateError as err:
         hidden = (
@@ -192,24 +192,24 @@ def _value(expression: str, inputs: Mapping[str, Any], finish: Callable[[Any, st
         raise RenderError(err.reason, err.expression or expression, err.secret_reason) from None
 
 
-def _native(value: Any, source: str) -> Any:
+def native(value: Any, source: str) -> Any:
     if isinstance(value, str):
         return str(value)
     if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, Mapping):
-        return {str(k): _native(v, source) for k, v in value.items()}
+        return {str(k): native(v, source) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_native(v, source) for v in value]
+        return [native(v, source) for v in value]
     raise RenderError(f"gives a {type(value).__name__}, not data", source)
 
 
 def to_text(value: Any, source: str = "") -> str:
     """How a value reads inside a longer string: scalars as YAML writes them, collections as JSON.
     Refuses a value over MAX_STRING before writing it (every filter reads its input through here)."""
-    _defined(value)
+    check_defined(value)
     if isinstance(value, str):
-        _room(len(value))
+        check_room(len(value))
         return str(value)
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -219,9 +219,9 @@ def to_text(value: Any, source: str = "") -> str:
         return str(value)
     import json
 
-    _room(size_of(value))
+    check_room(size_of(value))
     try:
-        return json.dumps(_native(value, source), sort_keys=True, separators=(",", ":"))
+        return json.dumps(native(value, source), sort_keys=True, separators=(",", ":"))
     except RenderError:
         raise RenderError(f"gives a {type(value).__name__}, not data") from None
 
@@ -258,13 +258,13 @@ def size_of(value: Any, limit: int = MAX_STRING) -> int:
     return total
 
 
-def _room(size: int) -> None:
+def check_room(size: int) -> None:
     """Refuse before building a result that would be over the limit."""
     if size > MAX_STRING:
         raise RenderError(f"a value of over {MAX_STRING} characters")
 
 
-def _defined(value: Any) -> None:
+def check_defined(value: Any) -> None:
     from jinja2 import Undefined
 
     if isinstance(value, Undefined):
@@ -277,7 +277,7 @@ def _check(value: Any) -> Any:
         if not INT_MIN <= value <= INT_MAX:
             raise RenderError("an integer out of the 64-bit range that kpt and kustomize read")
         return value
-    _room(size_of(value))
+    check_room(size_of(value))
     return value
 
 
@@ -294,18 +294,18 @@ def _environment() -> Any:
         intercepted_binops = frozenset({"*", "**", "+", "%"})
 
         def getattr(self, obj: Any, attribute: str) -> Any:
-            _defined(obj)  # report the first missing name, not a chain of undefined objects
+            check_defined(obj)  # report the first missing name, not a chain of undefined objects
             if isinstance(obj, Mapping) and attribute in obj:
                 return obj[attribute]
             return self.undefined(obj=obj, name=attribute)
 
         def getitem(self, obj: Any, argument: Any) -> Any:
-            _defined(obj)
+            check_defined(obj)
             if isinstance(obj, Mapping):
                 return obj[argument] if argument in obj else self.undefined(obj=obj, name=argument)
             if isinstance(obj, (list, tuple, str)) and isinstance(argument, (int, slice)):
                 if isinstance(argument, slice):  # a copy: bounded before it is made
-                    _room(len(range(len(obj))[argument]))
+                    check_room(len(range(len(obj))[argument]))
                 try:
                     return obj[argument]
                 except IndexError:
@@ -313,7 +313,7 @@ def _environment() -> Any:
             return self.undefined(obj=obj, name=str(argument))
 
         def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
-            _defined(__obj)
+            check_defined(__obj)
             raise SecurityError("calling functions or methods is not allowed; use filters")
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
@@ -328,7 +328,7 @@ def _environment() -> Any:
                 if isinstance(count, int) and count > 0 and count * size_of(other) > MAX_STRING:
                     raise SecurityError(f"repetition over {MAX_STRING} characters")
             if operator == "+" and (_is_sequence(left) or _is_sequence(right)):
-                _room(size_of(left) + size_of(right))
+                check_room(size_of(left) + size_of(right))
             return _check(super().call_binop(context, operator, left, right))
 
         def bounded_concat(self, parts: tuple[Any, ...]) -> str:
@@ -338,7 +338,7 @@ def _environment() -> Any:
             for part in parts:
                 text = to_text(part)
                 total += len(text)
-                _room(total)
+                check_room(total)
                 texts.append(text)
             return "".join(texts)
 

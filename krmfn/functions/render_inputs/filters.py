@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from krmfn.functions.render_inputs.engine import _defined, _native, _room, size_of, to_text
+from krmfn.functions.render_inputs.engine import check_defined, check_room, native, size_of, to_text
 
 
 def quote(value: Any) -> str:
@@ -22,25 +22,23 @@ def quote(value: Any) -> str:
 def to_yaml(value: Any) -> str:
     import yaml
 
-    _defined(value)
-    _room(size_of(value))
+    check_defined(value)
+    check_room(size_of(value))
     out = _Bounded()  # indentation can make YAML many times longer than the value: stop as it grows
-    yaml.safe_dump(
-        _native(value, "toYaml"), out, default_flow_style=False, sort_keys=True, allow_unicode=True
-    )
+    yaml.safe_dump(native(value, "toYaml"), out, default_flow_style=False, sort_keys=True, allow_unicode=True)
     return out.getvalue().removesuffix("\n...\n").rstrip("\n")
 
 
 class _Bounded(io.StringIO):
     def write(self, text: str) -> int:
-        _room(self.tell() + len(text))
+        check_room(self.tell() + len(text))
         return super().write(text)
 
 
 def to_json(value: Any) -> str:
-    _defined(value)
-    _room(size_of(value))
-    return json.dumps(_native(value, "toJson"), sort_keys=True, separators=(",", ":"))
+    check_defined(value)
+    check_room(size_of(value))
+    return json.dumps(native(value, "toJson"), sort_keys=True, separators=(",", ":"))
 
 
 def sha256sum(value: Any) -> str:
@@ -61,7 +59,7 @@ def default(value: Any, fallback: Any = "", boolean: bool = False) -> Any:
 
 
 def to_int(value: Any, fallback: int = 0) -> int:
-    _defined(value)
+    check_defined(value)
     if isinstance(value, bool):
         return int(value)
     try:
@@ -80,23 +78,23 @@ def trunc(value: Any, length: int) -> str:
 def replace(value: Any, old: Any, new: Any) -> str:
     text, old_text, new_text = to_text(value), to_text(old), to_text(new)
     count = text.count(old_text)  # for "" this is len(text) + 1: every gap
-    _room(len(text) + count * (len(new_text) - len(old_text)))
+    check_room(len(text) + count * (len(new_text) - len(old_text)))
     return text.replace(old_text, new_text)
 
 
 def b64enc(value: Any) -> str:
     data = to_text(value).encode()
-    _room((len(data) + 2) // 3 * 4)
+    check_room((len(data) + 2) // 3 * 4)
     return base64.b64encode(data).decode()
 
 
 def join(value: Any, separator: Any = "") -> str:
-    _defined(value)
+    check_defined(value)
     glue = to_text(separator)
     count = len(value) if hasattr(value, "__len__") else 0
-    _room(size_of(value) + len(glue) * max(count - 1, 0))  # before any part is written
+    check_room(size_of(value) + len(glue) * max(count - 1, 0))  # before any part is written
     parts = [to_text(v) for v in value]
-    _room(sum(map(len, parts)) + len(glue) * max(len(parts) - 1, 0))
+    check_room(sum(map(len, parts)) + len(glue) * max(len(parts) - 1, 0))
     return glue.join(parts)
 
 

@@ -1,0 +1,232 @@
+"""The record of the last runs on the ApplySet parent, for ``krmfn status``: pure, no cluster access.
+
+    krmfn.dev/runs: [{"run":"3f9a1c2e","start":"2026-12-01T18:00:00Z","end":"2026-12-01T18:00:12Z",
+                      "result":"failed","failedStep":"migrate","error":"...","steps":[["pre",1.2,"healthy"],
+                      ["migrate",10.9,"failed"]]}, ...]
+    krmfn.dev/last-plan: 3:eJzLz8...     the last run's objects: count, then zlib+base64 of their names
+
+Bounded: the last ``MAX_RUNS`` runs, each at most ``MAX_RUN_BYTES`` (the steps that do not fit are
+counted, not listed; an error message is cut), and the plan's names only while they compress to
+``MAX_PLAN_BYTES`` (else only the count). With the Job records (applyset.py: at most ~170 KiB) the
+parent's annotations stay under the 256 KiB the API server allows.
+
+The annotations are read from the cluster, so they are hostile: a value that does not parse is ignored
+(an edited or truncated record hides a run, it never breaks apply or status).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from krmfn.errors import RunnerError
+from krmfn.runner.errors import Interrupted, RunTimeout, StepTimeout
+from krmfn.runner.events import Event, StepDone
+
+if TYPE_CHECKING:
+    from krmfn.runner.applyset import Parent
+
+RUNS = "krmfn.dev/runs"
+LAST_PLAN = "krmfn.dev/last-plan"
+MAX_RUNS = 10
+MAX_RUN_BYTES = 2048
+MAX_ERROR = 400
+MAX_PLAN_BYTES = 16 * 1024
+RESULTS = ("running", "succeeded", "failed", "timeout", "interrupted")
+_TIME = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def timestamp(t: datetime) -> str:
+    return t.astimezone(UTC).strftime(_TIME)
+
+
+def parse_time(text: str) -> datetime | None:
+    try:
+        return datetime.strptime(text, _TIME).replace(tzinfo=UTC)
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass
+class StepRecord:
+    name: str
+    seconds: float
+    result: str
+
+
+@dataclass
+class RunRecord:
+    run: str
+    start: str
+    end: str | None = None
+    result: str = "running"
+    failed_step: str | None = None
+    error: str | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+    steps_left_out: int = 0
+    """Steps that did not fit in ``MAX_RUN_BYTES``."""
+    elapsed: float | None = None
+    """Seconds from start to end, measured (the times are whole seconds)."""
+
+    @property
+    def seconds(self) -> float | None:
+        if self.elapsed is not None:
+            return self.elapsed
+        start, end = parse_time(self.start), parse_time(self.end or "")
+        return None if start is None or end is None else (end - start).total_seconds()
+
+    def data(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"run": self.run, "start": self.start, "end": self.end, "result": self.result}
+        if self.elapsed is not None:
+            out["elapsed"] = round(self.elapsed, 3)
+        if self.failed_step is not None:
+            out["failedStep"] = self.failed_step
+        if self.error is not None:
+            out["error"] = self.error
+        out["steps"] = [[s.name, round(s.seconds, 3), s.result] for s in self.steps]
+        if self.steps_left_out:
+            out["stepsLeftOut"] = self.steps_left_out
+        return out
+
+    def bounded(self) -> dict[str, Any]:
+        """``data()`` within ``MAX_RUN_BYTES``: an error cut to ``MAX_ERROR`` characters, then the last
+        steps left out (counted) until it fits."""
+        if self.error is not None and len(self.error) > MAX_ERROR:
+            self.error = self.error[: MAX_ERROR - 3] + "..."
+        if self.failed_step is not None and len(self.failed_step) > 253:
+            self.failed_step = self.failed_step[:250] + "..."
+        data = self.data()
+        while len(json.dumps(data, separators=(",", ":"))) > MAX_RUN_BYTES and data["steps"]:
+            data["steps"].pop()
+            data["stepsLeftOut"] = data.get("stepsLeftOut", 0) + 1
+        return data
+
+    @classmethod
+    def from_data(cls, data: Any) -> RunRecord | None:
+        if not isinstance(data, dict):
+            return None
+        run, start, result = data.get("run"), data.get("start"), data.get("result")
+        if not (isinstance(run, str) and isinstance(start, str) and result in RESULTS):
+            return None
+        record = cls(run, start, result=str(result))
+        end, failed, error = data.get("end"), data.get("failedStep"), data.get("error")
+        record.end = end if isinstance(end, str) else None
+        record.failed_step = failed if isinstance(failed, str) else None
+        record.error = error if isinstance(error, str) else None
+        steps = data.get("steps")
+        for step in steps if isinstance(steps, list) else []:
+            if _is_step(step):
+                record.steps.append(StepRecord(step[0], float(step[1]), step[2]))
+        elapsed = data.get("elapsed")
+        if isinstance(elapsed, int | float) and not isinstance(elapsed, bool) and elapsed >= 0:
+            record.elapsed = float(elapsed)
+        left = data.get("stepsLeftOut")
+        record.steps_left_out = left if isinstance(left, int) and not isinstance(left, bool) else 0
+        return record
+
+
+def _is_step(step: Any) -> bool:
+    """``[name, seconds, result]``."""
+    return (
+        isinstance(step, list) and len(step) == 3 and isinstance(step[0], str) and isinstance(step[2], str)
+        and isinstance(step[1], int | float) and not isinstance(step[1], bool)
+    )  # fmt: skip
+
+
+def parse_runs(text: str) -> list[RunRecord]:
+    """The runs recorded in ``text`` (the annotation), oldest first; what does not parse is left out."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    if not isinstance(data, list):
+        return []
+    return [r for r in (RunRecord.from_data(d) for d in data[-MAX_RUNS:]) if r is not None]
+
+
+def render_runs(runs: list[RunRecord]) -> str:
+    return json.dumps([r.bounded() for r in runs[-MAX_RUNS:]], separators=(",", ":"))
+
+
+def encode_plan(objects: list[str]) -> str:
+    """``<count>:<zlib+base64 of the sorted names>``, or ``<count>:`` when they would not fit."""
+    names = sorted(set(objects))
+    packed = base64.b64encode(zlib.compress("\n".join(names).encode(), 9)).decode()
+    return f"{len(names)}:{packed}" if len(packed) <= MAX_PLAN_BYTES else f"{len(names)}:"
+
+
+def decode_plan(text: str) -> tuple[int, set[str] | None]:
+    """The count and the names of the last plan's objects (None when not recorded or unreadable)."""
+    count_text, _, packed = text.partition(":")
+    count = int(count_text) if count_text.isdigit() else 0
+    if not packed or len(packed) > MAX_PLAN_BYTES:
+        return count, None
+    try:
+        raw = zlib.decompressobj().decompress(base64.b64decode(packed, validate=True), 1 << 24)
+        names = set(raw.decode().split("\n")) if raw else set()
+    except (binascii.Error, zlib.error, UnicodeDecodeError, ValueError):
+        return count, None
+    return count, names
+
+
+class RunLog:
+    """Keeps the record of the current run on the parent the engine writes: started when the lock is
+    taken (the same write), ended with the run's outcome and its steps (the last write). The steps are
+    kept aside until then: written as they finish, they would make each step's record differ and cost
+    an inventory write per step."""
+
+    def __init__(
+        self,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._now, self._monotonic = now, monotonic
+        self._started = 0.0
+        self._id = os.urandom(4).hex()
+        self._steps: list[StepRecord] = []
+        """Steps done so far: put in the record when the run ends, so a step adds no inventory write."""
+        self.record: RunRecord | None = None
+
+    def start(self, parent: Parent, objects: list[str]) -> None:
+        """Adds this run's record to ``parent``, once: taking the lock may read back a parent that a
+        first attempt of this very write already stored (its answer lost, the retry refused)."""
+        self.record = RunRecord(self._id, timestamp(self._now()))
+        self._started = self._monotonic()
+        earlier = [r for r in parent.runs if r.run != self._id]
+        parent.runs = [*earlier, self.record][-MAX_RUNS:]
+        parent.last_plan = encode_plan(objects)
+
+    def observing(self, emit: Callable[[Event], None]) -> Callable[[Event], None]:
+        def observe(event: Event) -> None:
+            if isinstance(event, StepDone) and self.record is not None:
+                self._steps.append(StepRecord(event.step_name, event.elapsed, event.result))
+            emit(event)
+
+        return observe
+
+    def end(self, error: RunnerError | None, failed_step: str | None) -> None:
+        record = self.record
+        if record is None:
+            return
+        record.end = timestamp(self._now())
+        record.elapsed = self._monotonic() - self._started
+        record.steps = list(self._steps)
+        record.failed_step = failed_step
+        if error is None:
+            record.result = "succeeded"
+            return
+        record.error = str(error)
+        if isinstance(error, Interrupted):
+            record.result = "interrupted"
+        elif isinstance(error, StepTimeout | RunTimeout):
+            record.result = "timeout"
+        else:
+            record.result = "failed"
