@@ -155,6 +155,8 @@ class Tracked:
     problems: list[jobs.PodProblem] = field(default_factory=list)
     """A Job's pod failures seen while waiting: kept, since the pods may be gone when the Job fails."""
     polled: float = -1.0
+    logs: dict[tuple[str, str, bool], str | None] = field(default_factory=dict)
+    """Log text read while waiting, by (pod, container, previous): the pods may be gone at the failure."""
     failure: tuple[Health, list[joblogs.ContainerLog]] | None = None
     """A failed Job's health with its pods' failures and log lines, looked up once."""
 
@@ -752,6 +754,14 @@ class Runner:
         if not found or found == t.problems:
             return False  # pods of a finished attempt may be gone: keep what was seen
         t.problems = found
+        for problem in found[-joblogs.MAX_CONTAINERS :]:
+            # Read now: when the Job fails, the controller deletes its running pods, and with them the
+            # logs of a container that restarted in place.
+            where = (problem.pod, problem.container, problem.previous)
+            if problem.container and self.options.log_lines > 0 and where not in t.logs:
+                t.logs[where] = self.api.logs(
+                    problem.pod, t.key.namespace, problem.container, self.options.log_lines, problem.previous
+                )
         return True
 
     def _job_pods(self, key: Key, job: dict[str, Any]) -> list[dict[str, Any]]:
@@ -811,7 +821,8 @@ class Runner:
         problems = jobs.pod_problems(self._job_pods(t.key, job), job.get("spec") or {}) or t.problems
 
         def fetch(pod: str, container: str, lines: int, previous: bool) -> str | None:
-            return self.api.logs(pod, t.key.namespace, container, lines, previous)
+            found = self.api.logs(pod, t.key.namespace, container, lines, previous)
+            return found if found is not None else t.logs.get((pod, container, previous))
 
         collected = joblogs.collect(problems, fetch, self.options.log_lines)
         parts = [joblogs.describe(problem, log) for problem, log in collected]
