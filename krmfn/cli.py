@@ -52,6 +52,10 @@ def entry() -> NoReturn:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["apply"] and argv is None:  # the console script: signals before the runner exists
+        from krmfn import interrupts
+
+        interrupts.record()
     from krmfn.registry import CANONICAL_ORDER
 
     if not args or args[0] in ("-h", "--help"):

@@ -46,7 +46,10 @@ class _FastDumper(CEmitter, yaml.representer.SafeRepresenter, yamlfast.QuotingRe
 def _represent_str(dumper: yaml.representer.SafeRepresenter, value: str) -> yaml.ScalarNode:
     # Literal blocks keep scripts and embedded files readable; libyaml falls back to quoting when a
     # string cannot be a block (trailing spaces, tabs).
-    style = "|" if "\n" in value else None
+    # The same quoting rule as the fast dumper (yamlfast.needs_quotes: every reader in the chain, YAML
+    # 1.1's y/n and go-yaml's numbers included), so a document that falls back here (shared objects,
+    # written as anchors) is read back as the same strings.
+    style = "|" if "\n" in value else ("'" if value and yamlfast.needs_quotes(value) else None)
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 

@@ -138,8 +138,9 @@ def test_unknown_tags_are_yaml_errors_as_in_pyyaml() -> None:
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-(2**63), max_value=2**64 - 1),  # go-yaml's range
     st.floats(allow_nan=False), st.text(max_size=30),
-    st.sampled_from(["yes", "no", "on", "0755", "1_000", "1e3", "2024-01-01", "null", "~", "", " x ", "a\nb",
-                     "tail \n", "#c", "- x", "a: b", "'q'", '"q"', "@x", "`x", "*x", "&x", "!x", "%x"]),
+    st.sampled_from(["yes", "no", "on", "y", "N", "0X1F", "1_0", "0755", "1_000", "1e3", "2024-01-01", "null",
+                     "~", "", " x ", "a\nb", "tail \n", "#c", "- x", "a: b", "'q'", '"q"', "@x", "`x", "*x",
+                     "&x", "!x", "%x"]),
 )  # fmt: skip
 documents = st.recursive(
     scalars,

@@ -215,6 +215,14 @@ def write_fast(values: list[str], tmp: Path) -> str:
     return dump_fast(probe(values))
 
 
+def write_fast_fallback(values: list[str], tmp: Path) -> str:
+    """A document holding a type only PyYAML's dumper writes (``!!binary`` bytes) takes the fallback
+    dumper, which must quote as the fast one does."""
+    doc = probe(values)
+    doc["metadata"]["blob"] = b"\x00"
+    return dump_fast(doc)
+
+
 def write_stream_cli(values: list[str], tmp: Path) -> str:
     return _cli("set-config-checksum", dump_fast(probe(values)))
 
@@ -286,6 +294,7 @@ def write_render_in_place(values: list[str], tmp: Path) -> str:
 
 WRITERS: dict[str, Callable[[list[str], Path], str]] = {
     "fast": write_fast,
+    "fast-fallback": write_fast_fallback,
     "stream-cli": write_stream_cli,
     "kpt-resource-list-cli": write_kpt_resource_list,
     "fidelity-new-text": write_fidelity_new,

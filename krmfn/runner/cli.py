@@ -15,6 +15,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from krmfn import interrupts
 from krmfn.clihelp import epilog
 from krmfn.duration import SECOND, parse_duration
 from krmfn.errors import RunnerError
@@ -359,7 +360,9 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
     def on_signal(signum: int, frame: FrameType | None) -> None:
         runner.request_stop(signum)
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, on_signal) for sig in interrupts.SIGNALS}
+    for signum in interrupts.take():  # received while starting: stop before the first request
+        runner.request_stop(signum)
     try:
         result = runner.run(plan)
     finally:

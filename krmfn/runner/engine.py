@@ -222,6 +222,7 @@ class Runner:
     # --- the sequence ------------------------------------------------------------------------------------
 
     def _run(self, plan: Plan, result: Result) -> None:
+        self._check_stop()  # a signal received while the command started: nothing is sent at all
         self._resolve(plan)
         parent = self._open_parent(plan)
         self._check_adoption(plan, parent)
