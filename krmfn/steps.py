@@ -10,6 +10,10 @@ without one form a step that goes first. A step's name is its ``krmfn.dev/step``
 stream that breaks either was not rendered by one set-steps run. Its timeout is the longest
 ``krmfn.dev/step-timeout``, which must be positive; the final step is health-checked only when one of
 its objects says ``krmfn.dev/wait: "true"``.
+
+Objects annotated ``krmfn.dev/on-failure: "true"`` (set-steps' ``onFailure:`` steps) are grouped the same
+way into ``Steps.on_failure``, apart from the steps: ``krmfn apply`` applies them only when a step fails.
+One name is one step across both lists.
 """
 
 from __future__ import annotations
@@ -26,8 +30,10 @@ STEP = "krmfn.dev/step"
 STEP_INDEX = "krmfn.dev/step-index"
 STEP_TIMEOUT = "krmfn.dev/step-timeout"
 WAIT = "krmfn.dev/wait"
-STEP_ANNOTATIONS = (STEP, STEP_INDEX, STEP_TIMEOUT, WAIT)
+ON_FAILURE = "krmfn.dev/on-failure"
+STEP_ANNOTATIONS = (STEP, STEP_INDEX, STEP_TIMEOUT, WAIT, ON_FAILURE)
 UNSTEPPED = "default"
+UNSTEPPED_ON_FAILURE = "on-failure"
 
 
 @dataclass
@@ -49,6 +55,8 @@ class Steps:
     steps: list[Step]
     wait: bool
     """Whether the final step is health-checked too (earlier steps always are)."""
+    on_failure: list[Step] = field(default_factory=list)
+    """The steps applied, in order and each waited for, only when a step fails."""
 
     @property
     def first(self) -> Step:
@@ -79,16 +87,43 @@ def group(
     without it) before names and timeouts are read, so it also decides which bad timeout is reported.
     """
     by_index: dict[int | None, list[Obj]] = {}
+    failing: dict[int | None, list[Obj]] = {}
     for obj in objects:
-        by_index.setdefault(_index(obj, who, error), []).append(obj)
+        where = failing if is_on_failure(obj, who, error) else by_index
+        where.setdefault(_index(obj, who, error), []).append(obj)
+    steps = _steps(by_index, order, who, error, UNSTEPPED)
+    on_failure = _steps(failing, order, who, error, UNSTEPPED_ON_FAILURE)
+    _check_unique_names(steps + on_failure, error)
+    wait = bool(steps) and any(str(annotations_of(obj).get(WAIT, "")) == "true" for obj in steps[-1].items)
+    return Steps(steps, wait, on_failure)
+
+
+def _steps(
+    by_index: dict[int | None, list[Obj]],
+    order: Callable[[Obj], Any] | None,
+    who: Callable[[Obj], str],
+    error: type[KrmfnError],
+    unstepped: str,
+) -> list[Step]:
     steps = []
     for index, items in sorted(by_index.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
         if order is not None:
             items.sort(key=order)
-        steps.append(Step(index, _name(items, index, error), _timeout(items, who, error), items))
-    _check_unique_names(steps, error)
-    wait = bool(steps) and any(str(annotations_of(obj).get(WAIT, "")) == "true" for obj in steps[-1].items)
-    return Steps(steps, wait)
+        steps.append(Step(index, _name(items, index, error, unstepped), _timeout(items, who, error), items))
+    return steps
+
+
+def is_on_failure(
+    obj: Obj, who: Callable[[Obj], str] = describe, error: type[KrmfnError] = InputError
+) -> bool:
+    """Whether ``obj`` belongs to an on-failure step: ``krmfn.dev/on-failure: "true"``; any other value
+    but ``"false"`` is an error (a typo would silently apply a failure step on every run)."""
+    raw = annotations_of(obj).get(ON_FAILURE)
+    if raw is None or str(raw) == "false":
+        return False
+    if str(raw) == "true":
+        return True
+    raise error(f'{who(obj)}: annotation {ON_FAILURE} must be "true" or "false", got {str(raw)!r}')
 
 
 def index_of(obj: Obj) -> int | None:
@@ -104,7 +139,7 @@ def _index(obj: Obj, who: Callable[[Obj], str], error: type[KrmfnError]) -> int 
     return index
 
 
-def _name(items: list[Obj], index: int | None, error: type[KrmfnError]) -> str:
+def _name(items: list[Obj], index: int | None, error: type[KrmfnError], unstepped: str) -> str:
     names = sorted({str(annotations_of(obj)[STEP]) for obj in items if annotations_of(obj).get(STEP)})
     if len(names) > 1:
         where = "the objects without a step-index" if index is None else f"the objects of step-index {index}"
@@ -114,7 +149,7 @@ def _name(items: list[Obj], index: int | None, error: type[KrmfnError]) -> str:
         )
     if names:
         return names[0]
-    return UNSTEPPED if index is None else f"step-{index}"
+    return unstepped if index is None else f"step-{index}"
 
 
 def _timeout(items: list[Obj], who: Callable[[Obj], str], error: type[KrmfnError]) -> str | None:

@@ -113,3 +113,10 @@ def test_hostile_input_benchmarks_run_and_print_tables() -> None:
     stdout = quick("hostile.py")
     assert "### render-inputs: scanning text with many `<<`" in stdout
     assert "| `'<< '` x 33,333 | 0.10 |" in stdout
+
+
+def test_cel_library_benchmark_runs_and_prints_its_table() -> None:
+    stdout = quick("cel_libraries.py")
+    assert "### CEL libraries on Flux's health check features" in stdout
+    # The chosen library (docs/runner.md#health-checks-in-cel): all of Flux's cases but the sets extension.
+    assert "| cel-expr-python | 12/13 (not: sets extension) | 3/3 |" in stdout

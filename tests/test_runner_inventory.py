@@ -781,5 +781,5 @@ def test_a_failed_job_restarted_in_place_reports_its_exit_code_and_the_previous_
     assert result.error is not None
     message = str(result.error)
     assert "pod migrate-x container m: Error (exit code 3), restarted 2 times" in message
-    assert "last log lines before the restart: applying 0042 / lock timeout after 30s" in message
+    assert "last 2 log lines before the restart: applying 0042 / lock timeout after 30s" in message
     assert cluster.api.log_requests == [("migrate-x", "m", True)]

@@ -217,7 +217,7 @@ def test_http_requests_keep_a_hostile_name_inside_its_segment() -> None:
     assert recorder.paths == [
         "/apis/batch/v1/namespaces/team/jobs/x%2F..%2F..%2F..%2Fprod%2Fjobs%2Fvictim",
         "/apis/batch/v1/namespaces/team%2F..%2Fprod/jobs/victim",
-        "/api/v1/namespaces/team/pods/p%2F..%2F..%2Fvictim/log?container=main&tailLines=5",
+        "/api/v1/namespaces/team/pods/p%2F..%2F..%2Fvictim/log?container=main&tailLines=5&limitBytes=65536",
     ]
     with pytest.raises(ValueError, match="UID"):
         api.delete(JOBS, "victim", "team", uid="", propagation="Foreground")

@@ -95,6 +95,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="embed Secrets (refused by default: the ResourceSet would hold their data in plain text)",
     )
+    rset.add_argument(
+        "--drop-on-failure",
+        action="store_true",
+        help="leave out the on-failure steps (krmfn.dev/on-failure; refused by default: a ResourceSet "
+        "would apply them on every reconciliation)",
+    )
     argo = commands.add_parser(
         "argocd",
         parents=[common],
@@ -106,8 +112,8 @@ def _parser() -> argparse.ArgumentParser:
     argo.add_argument(
         "--hooks",
         action="store_true",
-        help="Jobs of the first step become PreSync hooks and Jobs of the last step PostSync hooks "
-        "(hook-delete-policy BeforeHookCreation)",
+        help="Jobs of the first step become PreSync hooks and Jobs of the last step PostSync hooks, the "
+        "on-failure steps' objects SyncFail hooks (hook-delete-policy BeforeHookCreation)",
     )
     return parser
 
@@ -120,14 +126,19 @@ def main(argv: list[str]) -> int:
     try:
         steps = group(read_sources(args.filename))
         engine = "the Flux Operator" if args.engine == "resourceset" else "Argo CD"
-        for step in steps.steps:
+        for step in steps.steps + steps.on_failure:
             for obj in step.items:
                 warning = ttl_warning(obj, engine)
                 if warning:
                     sys.stderr.write(f"krmfn export {args.engine}: warning: {ref_of(obj)}: {warning}\n")
         if args.engine == "resourceset":
             rset = resourceset.build(
-                steps, args.name, args.namespace, args.service_account, allow_secrets=args.allow_secrets
+                steps,
+                args.name,
+                args.namespace,
+                args.service_account,
+                allow_secrets=args.allow_secrets,
+                drop_on_failure=args.drop_on_failure,
             )
             text = dump_fast(rset)
         else:

@@ -6,12 +6,17 @@ already name a wave. With hooks, the Jobs of the first step run as ``PreSync`` a
 step as ``PostSync``; ``BeforeHookCreation`` deletes the previous run's Job so a new sync can run it
 again (Job specs are immutable). Non-hook objects marked ``krmfn.dev/force: enabled`` (or Flux's
 alias) get Argo CD's ``Force=true,Replace=true`` sync options, its way to recreate what it cannot patch.
+
+The objects of the on-failure steps (``krmfn.dev/on-failure``) become ``SyncFail`` hooks, Argo CD's
+steps run when a sync fails, their order kept as their wave; without ``--hooks`` there is no way to say
+"only when it fails", so they are refused rather than applied on every sync.
 """
 
 from __future__ import annotations
 
+from krmfn.errors import InputError
 from krmfn.kobj import Obj, annotations_of, set_annotation
-from krmfn.steps import Step, Steps
+from krmfn.steps import Step, Steps, describe
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 HOOK = "argocd.argoproj.io/hook"
@@ -38,6 +43,17 @@ def annotate(steps: Steps, hooks: bool) -> list[Obj]:
                 set_annotation(obj, HOOK_DELETE_POLICY, "BeforeHookCreation")
             elif any(str(annotations_of(obj).get(name, "")) == "enabled" for name in FORCES):
                 _add_sync_options(obj, _FORCE_OPTIONS)
+            out.append(obj)
+    for step in steps.on_failure:
+        for obj in step.items:
+            if not hooks:
+                raise InputError(
+                    f"{describe(obj)} is in the on-failure step {step.name!r} (krmfn.dev/on-failure), "
+                    "which Argo CD runs only as a SyncFail hook: pass --hooks"
+                )
+            _set_wave(obj, step)
+            set_annotation(obj, HOOK, "SyncFail")
+            set_annotation(obj, HOOK_DELETE_POLICY, "BeforeHookCreation")
             out.append(obj)
     return out
 

@@ -47,9 +47,22 @@ MERGE_KEY = "<<"
 
 
 def build(
-    steps: Steps, name: str, namespace: str, service_account: str = "", *, allow_secrets: bool = False
+    steps: Steps,
+    name: str,
+    namespace: str,
+    service_account: str = "",
+    *,
+    allow_secrets: bool = False,
+    drop_on_failure: bool = False,
 ) -> Obj:
     _check_names(name, namespace)
+    if steps.on_failure and not drop_on_failure:
+        step = steps.on_failure[0]
+        raise InputError(
+            f"{describe(step.items[0])} is in the on-failure step {step.name!r} (krmfn.dev/on-failure): a "
+            "ResourceSet has no step that runs only when another fails, so it would be applied on every "
+            "reconciliation; pass --drop-on-failure to leave the on-failure steps out"
+        )
     if not allow_secrets:
         _refuse_secrets(steps)
     if len(steps.steps) > MAX_STEPS:

@@ -22,6 +22,7 @@ from krmfn.errors import RunnerError
 from krmfn.runner.errors import Interrupted, SourceError
 from krmfn.runner.events import Error
 from krmfn.runner.identity import Identity, identify
+from krmfn.runner.joblogs import DEFAULT_LINES
 from krmfn.runner.parallel import DEFAULT_CONCURRENCY
 from krmfn.runner.plan import Plan, build_plan, check_applyset
 from krmfn.runner.printers import format_plan, make_printer, plan_data
@@ -31,6 +32,7 @@ from krmfn.terminal import safe_line
 if TYPE_CHECKING:
     from krmfn.runner.api import Api
     from krmfn.runner.engine import Result
+    from krmfn.runner.healthexprs import HealthChecks
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -47,6 +49,19 @@ def _duration(text: str) -> float:
     if nanos <= 0:
         raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
     return nanos / SECOND
+
+
+MAX_LOG_LINES = 1000
+
+
+def _log_lines(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= value <= MAX_LOG_LINES:
+        raise argparse.ArgumentTypeError(f"must be between 0 and {MAX_LOG_LINES}: {text!r}")
+    return value
 
 
 MAX_CONCURRENCY = 64
@@ -140,6 +155,11 @@ def parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("--timeout", type=_duration, default=0.0, metavar="DURATION",
                        help="bound the whole run, lock wait and prune included (default: none; each step "
                        "keeps its own timeout within it)")  # fmt: skip
+    if command in ("plan", "apply"):
+        p.add_argument("--health-checks", metavar="FILE",
+                       help="CEL health checks for custom resources, Flux's healthCheckExprs: a list of "
+                       "{apiVersion, kind, current, inProgress, failed}, or a document with "
+                       "healthCheckExprs: (docs/runner.md#health-checks-in-cel)")  # fmt: skip
     p.add_argument("--wait", action=argparse.BooleanOptionalAction, default=None,
                    help="wait for the final step's health (default: its krmfn.dev/wait)")  # fmt: skip
     p.add_argument("-o", "--output", choices=["text", "json"], default="text",
@@ -181,6 +201,9 @@ def parser(command: str) -> argparse.ArgumentParser:
                        help="apply requests in flight within a step, per group of one kind (Namespaces and "
                        f"CRDs first, Jobs one at a time and last); 1: one at a time (default "
                        f"{DEFAULT_CONCURRENCY})")  # fmt: skip
+        p.add_argument("--log-lines", type=_log_lines, default=DEFAULT_LINES, metavar="N",
+                       help="last log lines of each failed container of a failed Job, in the error and "
+                       f"the status event (default {DEFAULT_LINES}; 0: none)")  # fmt: skip
         p.add_argument("--wait-for-lock", type=_duration, default=0.0, metavar="DURATION",
                        help="wait this long for another run on the same inventory to finish "
                        "(default: fail at once)")  # fmt: skip
@@ -230,10 +253,18 @@ def _make_plan(args: argparse.Namespace, docs: list[Any], namespace: str) -> Pla
     return build_plan(docs, namespace=namespace, default_timeout=args.step_timeout, wait=args.wait)
 
 
+def _health_checks(args: argparse.Namespace, docs: list[Any]) -> HealthChecks:
+    """Every health check expression compiled, before any connection (an input error otherwise)."""
+    from krmfn.runner.healthexprs import load
+
+    return load(args.health_checks, docs)
+
+
 def _plan(args: argparse.Namespace, docs: list[Any]) -> int:
     namespace = args.namespace or _kubeconfig_namespace(args)
     try:
         plan = _make_plan(args, docs, namespace)
+        _health_checks(args, docs)
     except RunnerError as err:
         _fail("plan", err)
         return EXIT_USAGE
@@ -281,6 +312,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         plan = _make_plan(args, docs, args.namespace or "default")
         identity = _identity(args, docs)
         check_applyset(plan, identity.name, args.namespace)
+        health_checks = _health_checks(args, docs)
     except RunnerError as err:
         _fail("apply", err)
         return EXIT_USAGE
@@ -319,6 +351,8 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         prune=args.prune,
         lock_wait=args.wait_for_lock,
         timeout=args.timeout,
+        log_lines=args.log_lines,
+        health_checks=health_checks,
         concurrency=args.concurrency,
     )
     runner = Runner(api, options, printer)

@@ -20,7 +20,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 import krmfn
 from krmfn.errors import RunnerError
 from krmfn.kobj import annotations_of
-from krmfn.runner import jobs
+from krmfn.runner import joblogs, jobs
 from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
 from krmfn.runner.applyset import JobRecord, Outcome, Parent, as_member
 from krmfn.runner.errors import (
@@ -47,6 +47,7 @@ from krmfn.runner.events import (
     Wait,
 )
 from krmfn.runner.events import Inventory as InventoryEvent
+from krmfn.runner.healthexprs import HealthChecks
 from krmfn.runner.inventory import Inventory
 from krmfn.runner.lock import LEASE
 from krmfn.runner.members import foreign_inventory, list_members
@@ -103,6 +104,10 @@ class Options:
     """Seconds the inventory lock lasts unless renewed (every quarter of it)."""
     timeout: float = 0.0
     """Seconds the whole run may take (``--timeout``); 0: no bound but the steps' own timeouts."""
+    health_checks: HealthChecks | None = None
+    """Health check expressions by kind (``--health-checks`` and the stream's, healthexprs.py)."""
+    log_lines: int = joblogs.DEFAULT_LINES
+    """Last log lines of each failed container of a failed Job, in the error (``--log-lines``; 0: none)."""
     concurrency: int = DEFAULT_CONCURRENCY
     """Apply requests in flight within a group of one kind rank (parallel.py); 1: one at a time."""
 
@@ -136,6 +141,10 @@ class Tracked:
     problems: list[jobs.PodProblem] = field(default_factory=list)
     """A Job's pod failures seen while waiting: kept, since the pods may be gone when the Job fails."""
     polled: float = -1.0
+    logs: dict[tuple[str, str, bool], str | None] = field(default_factory=dict)
+    """Log text read while waiting, by (pod, container, previous): the pods may be gone at the failure."""
+    failure: tuple[Health, list[joblogs.ContainerLog]] | None = None
+    """A failed Job's health with its pods' failures and log lines, looked up once."""
 
 
 class Runner:
@@ -205,7 +214,15 @@ class Runner:
         self._check_adoption(plan, parent)
         for step in plan.steps:
             self._step = step.index
-            self._run_step(step, parent, result)
+            try:
+                self._run_step(step, parent, result)
+            except (Interrupted, RunTimeout):
+                raise  # stopped from outside: nothing more is applied, on-failure steps included
+            except RunnerError as err:
+                if plan.on_failure:
+                    self._run_on_failure(plan, parent, result, err)
+                    self._step = step.index  # the run failed in this step, whatever ran after it
+                raise
             result.steps_done += 1
         self._step = -1
         remaining: list[Key] | None = None  # members not rendered that stay; None: not looked (--no-prune)
@@ -224,6 +241,37 @@ class Runner:
             self._during = "recording the inventory"
             self._runlog.end(None, None)
             self._inventory_of().close(parent)
+
+    def _run_on_failure(self, plan: Plan, parent: Parent, result: Result, failure: RunnerError) -> None:
+        """The on-failure steps, in order, each applied and waited for, after a step failed. Their
+        finished Jobs run again (a notification per failure); a failure of theirs is added to the step's
+        error, which stays the run's."""
+        for step in plan.on_failure:
+            self._step = step.index
+            try:
+                self._rerun_finished_jobs(step, parent)
+                self._run_step(step, parent, result)
+            except (Interrupted, RunTimeout):
+                raise
+            except RunnerError as err:
+                failure.args = (f"{failure}; then the on-failure step {step.name} failed too: {err}",)
+                return
+
+    def _rerun_finished_jobs(self, step: Step, parent: Parent) -> None:
+        """An on-failure step's Jobs run on every failure: a finished one is deleted, and the record of
+        its run forgotten (one deleted by its TTL would otherwise be skipped as already run)."""
+        deadline = self.clock.monotonic() + step.timeout
+        for item in step.items:
+            res = self._resources.get(item.key)
+            if not jobs.is_job(item.key) or res is None or self.options.dry_run:
+                continue
+            parent.jobs.pop(jobs.job_ref(item.key), None)
+            live = call(item.key, self.api.get, res, item.key.name, item.key.namespace)
+            if live is not None and jobs.outcome_of(live) is not None:
+                self._delete_and_wait(step, item.key, res, live, deadline)
+                self.emit(
+                    Apply(step.index, step.name, str(item.key), "deleted", "finished before; runs again")
+                )
 
     def _resolve(self, plan: Plan) -> None:
         """Discovery for every object before anything is applied, so an unknown kind fails the run
@@ -622,7 +670,7 @@ class Runner:
         try:
             for t in tracked:
                 states[t.key] = self._health(t, t.live)
-                self._status(step, t.key, states[t.key], started, quiet)
+                self._status(step, t.key, states[t.key], started, quiet, t=t)
                 self._settle(step, t, t.live, states[t.key])
                 if not states[t.key].done:
                     version = str(((t.live or {}).get("metadata") or {}).get("resourceVersion", ""))
@@ -636,7 +684,7 @@ class Runner:
                         new = self._health(t, t.live)
                         if new != states[t.key]:
                             states[t.key] = new
-                            self._status(step, t.key, new, started, quiet)
+                            self._status(step, t.key, new, started, quiet, t=t)
                 waiting = [(str(k), h.message) for k, h in states.items() if not h.done]
                 update = self._next(watcher, deadline, step, waiting)
                 if update is None:
@@ -651,7 +699,7 @@ class Runner:
                     new = Health("in-progress", "deleted; waiting for it to come back")
                 if new != states[key]:
                     states[key] = new
-                    self._status(step, key, new, started, quiet)
+                    self._status(step, key, new, started, quiet, t=t)
                 self._settle(step, t, obj, new)
         finally:
             watcher.close()
@@ -661,10 +709,24 @@ class Runner:
         podFailurePolicy ignores them, or one restarting in place, shows them long before it fails)."""
         if t.settled is not None:
             return t.settled
-        found = health(live)
+        found = self._judge(live)
         if jobs.is_job(t.key) and found.state == "in-progress" and t.problems:
             return Health(found.state, f"{found.message}; {jobs.summary(t.problems)}")
+        if jobs.is_job(t.key) and found.state == "failed" and live is not None:
+            if t.failure is None:
+                t.failure = self._job_failure(t, live, found)
+            return t.failure[0]
         return found
+
+    def _judge(self, live: dict[str, Any] | None) -> Health:
+        """The object's own health: by its kind's health check expressions if there are any
+        (healthexprs.py), else by the built-in rules (status.py)."""
+        checks = self.options.health_checks
+        if checks and live is not None and not (live.get("metadata") or {}).get("deletionTimestamp"):
+            custom = checks.judge(live)
+            if custom is not None:
+                return custom
+        return health(live)
 
     def _poll_pods(self, t: Tracked) -> bool:
         """Lists the pods of the running Job ``t`` at most every POD_POLL seconds; whether its pod
@@ -677,6 +739,14 @@ class Runner:
         if not found or found == t.problems:
             return False  # pods of a finished attempt may be gone: keep what was seen
         t.problems = found
+        for problem in found[-joblogs.MAX_CONTAINERS :]:
+            # Read now: when the Job fails, the controller deletes its running pods, and with them the
+            # logs of a container that restarted in place.
+            where = (problem.pod, problem.container, problem.previous)
+            if problem.container and self.options.log_lines > 0 and where not in t.logs:
+                t.logs[where] = self.api.logs(
+                    problem.pod, t.key.namespace, problem.container, self.options.log_lines, problem.previous
+                )
         return True
 
     def _job_pods(self, key: Key, job: dict[str, Any]) -> list[dict[str, Any]]:
@@ -704,18 +774,15 @@ class Runner:
         except queue.Empty:
             return None
 
-    def _status(self, step: Step, key: Key, state: Health, started: float, quiet: bool) -> None:
+    def _status(
+        self, step: Step, key: Key, state: Health, started: float, quiet: bool, *, t: Tracked | None = None
+    ) -> None:
         if not quiet:
-            self.emit(
-                Status(
-                    step.index,
-                    step.name,
-                    str(key),
-                    state.state,
-                    state.message,
-                    self.clock.monotonic() - started,
-                )
-            )
+            logs = None
+            if t is not None and t.failure is not None and t.failure[0] == state and t.failure[1]:
+                logs = [log.to_dict() for log in t.failure[1]]
+            elapsed = self.clock.monotonic() - started
+            self.emit(Status(step.index, step.name, str(key), state.state, state.message, elapsed, logs))
 
     def _settle(self, step: Step, t: Tracked, live: dict[str, Any] | None, state: Health) -> None:
         """A Job's outcome goes into the inventory's record as soon as it is known; a failure ends the
@@ -730,23 +797,22 @@ class Runner:
                 self._write_parent(parent)
         if state.state != "failed":
             return
-        reason = state.message
-        if jobs.is_job(t.key) and live is not None:
-            reason += self._job_failure_details(t, live)
-        raise StepFailed(step.name, str(t.key), reason)
+        raise StepFailed(step.name, str(t.key), state.message)
 
-    def _job_failure_details(self, t: Tracked, job: dict[str, Any]) -> str:
-        found = jobs.pod_problems(self._job_pods(t.key, job), job.get("spec") or {}) or t.problems
-        parts = []
-        for problem in found[-3:]:
-            text = problem.describe()
-            if problem.container:
-                log = self.api.logs(problem.pod, t.key.namespace, problem.container, 5, problem.previous)
-                if log and log.strip():
-                    which = "last log lines before the restart" if problem.previous else "last log lines"
-                    text += f" | {which}: " + " / ".join(log.strip().splitlines()[-5:])
-            parts.append(text)
-        return "; " + "; ".join(parts) if parts else ""
+    def _job_failure(
+        self, t: Tracked, job: dict[str, Any], found: Health
+    ) -> tuple[Health, list[joblogs.ContainerLog]]:
+        """The failed Job's health with its pods' exit codes and last log lines (joblogs.py)."""
+        problems = jobs.pod_problems(self._job_pods(t.key, job), job.get("spec") or {}) or t.problems
+
+        def fetch(pod: str, container: str, lines: int, previous: bool) -> str | None:
+            found = self.api.logs(pod, t.key.namespace, container, lines, previous)
+            return found if found is not None else t.logs.get((pod, container, previous))
+
+        collected = joblogs.collect(problems, fetch, self.options.log_lines)
+        parts = [joblogs.describe(problem, log) for problem, log in collected]
+        message = found.message + ("; " + "; ".join(parts) if parts else "")
+        return Health("failed", message), [log for _, log in collected if log is not None]
 
     # --- prune -------------------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ the plan) and ``stepName``. Under ``--dry-run=server`` the actions are what woul
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 ApplyAction = Literal["created", "configured", "unchanged", "recreated", "skipped", "deleted"]
@@ -57,6 +57,9 @@ class Status:
     state: str
     message: str
     elapsed: float
+    logs: list[dict[str, Any]] | None = field(default=None, metadata={"omit_none": True})
+    """A failed Job's last container log lines (joblogs.py): ``[{pod, container, previous, lines}]``;
+    only on the event that reports the failure."""
     type: str = "status"
 
 
@@ -119,6 +122,9 @@ def camel(name: str) -> str:
 def to_dict(event: Event) -> dict[str, Any]:
     data = asdict(event)
     kind = data.pop("type")
+    for spec in fields(event):
+        if spec.metadata.get("omit_none") and data[spec.name] is None:
+            del data[spec.name]
     return {"type": kind, **{camel(k): v for k, v in data.items()}}
 
 

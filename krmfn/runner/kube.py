@@ -29,6 +29,7 @@ from lightkube.core.exceptions import ConfigError as LightkubeConfigError
 from krmfn.errors import InputError, RunnerError
 from krmfn.runner.api import ApiStatusError, NoSuchKind, Resource, WatchEvent, group_path, segment
 from krmfn.runner.errors import ClusterUnreachable, KubeconfigError
+from krmfn.runner.joblogs import LIMIT_BYTES as LOG_LIMIT_BYTES
 from krmfn.yamlio import load_all_fast
 
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the server accepts a JSON body here
@@ -350,7 +351,8 @@ class HttpApi:
         self, name: str, namespace: str, container: str, tail: int, previous: bool = False
     ) -> str | None:
         """The last lines of a container's log, or None when the node does not serve logs."""
-        params = {"container": container, "tailLines": str(tail)}
+        # limitBytes: a container that logs one huge line must not make the error (or this run) huge.
+        params = {"container": container, "tailLines": str(tail), "limitBytes": str(LOG_LIMIT_BYTES)}
         if previous:
             params["previous"] = "true"
         try:

@@ -115,10 +115,14 @@ class Step:
 @dataclass
 class Plan:
     steps: list[Step]
+    on_failure: list[Step] = field(default_factory=list)
+    """Applied only when a step fails (``krmfn.dev/on-failure``), numbered after the steps."""
 
     @property
     def items(self) -> list[Item]:
-        return [item for step in self.steps for item in step.items]
+        """Every rendered object, the on-failure steps' too: all are the app's (discovery, the
+        inventory's kinds, prune), though those are applied only after a failure."""
+        return [item for step in self.steps + self.on_failure for item in step.items]
 
 
 def build_plan(
@@ -146,9 +150,10 @@ def build_plan(
                 items=[Item(obj) for obj in found.items],
                 step_index=found.index,
             )
-            for position, found in enumerate(grouped.steps)
+            for position, found in enumerate(grouped.steps + grouped.on_failure)
         ]
     )
+    plan.steps, plan.on_failure = plan.steps[: len(grouped.steps)], plan.steps[len(grouped.steps) :]
     if plan.steps:
         plan.steps[-1].wait = grouped.wait if wait is None else wait
     jobs = sum(item.key.group == "batch" and item.kind == "Job" for item in plan.items)

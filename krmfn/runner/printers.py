@@ -28,7 +28,7 @@ from krmfn.runner.events import (
     Wait,
     to_dict,
 )
-from krmfn.runner.plan import Plan
+from krmfn.runner.plan import Plan, Step
 from krmfn.terminal import safe_line
 
 if TYPE_CHECKING:
@@ -263,18 +263,14 @@ def make_printer(output: str, out: TextIO, dry_run: bool = False) -> Printer:
 
 
 def plan_data(plan: Plan) -> dict[str, Any]:
+    def data(step: Step) -> dict[str, Any]:
+        return {"index": step.index, "name": step.name, "timeout": step.timeout, "wait": step.wait,
+                "objects": [str(item.key) for item in step.items]}  # fmt: skip
+
     return {
         "type": "plan",
-        "steps": [
-            {
-                "index": step.index,
-                "name": step.name,
-                "timeout": step.timeout,
-                "wait": step.wait,
-                "objects": [str(item.key) for item in step.items],
-            }
-            for step in plan.steps
-        ],
+        "steps": [data(step) for step in plan.steps],
+        "onFailure": [data(step) for step in plan.on_failure],
     }
 
 
@@ -283,6 +279,11 @@ def format_plan(plan: Plan) -> str:
     for step in plan.steps:
         wait = "waits for health" if step.wait else "does not wait"
         lines.append(f"step {step.index} {step.name} (timeout {step.timeout_text}, {wait})")
+        lines.extend(f"  {n}. {item.key}" for n, item in enumerate(step.items, 1))
+    for step in plan.on_failure:
+        lines.append(
+            f"on failure: step {step.index} {step.name} (timeout {step.timeout_text}, waits for health)"
+        )
         lines.extend(f"  {n}. {item.key}" for n, item in enumerate(step.items, 1))
     if not lines:
         lines.append("nothing to apply")

@@ -139,6 +139,7 @@ _CERTS = {
     "controller-manager": ("/O=system:masters/CN=system:kube-controller-manager", "client"),
     "scheduler": ("/CN=system:kube-scheduler", "client"),
     "kwok": ("/O=system:masters/CN=kwok", "client"),
+    "kwok-serving": (f"/CN={NODE_NAME}", "server"),  # the node's "kubelet" endpoint: logs (container_logs)
 }
 
 
@@ -199,6 +200,56 @@ def _cert_user(pki: Path, name: str) -> dict[str, str]:
         "client-certificate-data": base64.b64encode((pki / f"{name}.crt").read_bytes()).decode(),
         "client-key-data": base64.b64encode((pki / f"{name}.key").read_bytes()).decode(),
     }
+
+
+# What `kubectl logs` (pods/log) answers for every test pod, served by kwok from files (its ClusterLogs
+# configuration): a container's log is chosen by its name, so a test picks the log it needs by naming the
+# container. The lines are in the CRI log format kwok reads; tailLines, limitBytes and previous (a
+# restarted container's run before: PREVIOUS_LOG) work as with a kubelet.
+COUNTED_LINES = 30
+COUNTED_LOG = tuple(f"migration step {i:02d} of {COUNTED_LINES}" for i in range(1, COUNTED_LINES + 1))
+"""Every container not named below: 30 numbered lines, so a tail of N shows exactly which lines came."""
+PREVIOUS_LOG = ("previous run: applying 0042", "previous run: lock timeout after 30s")
+HOSTILE_CONTAINER = "hostile"
+HOSTILE_LOG = (
+    "\x1b[2J\x1b[Hscreen cleared",  # erase the screen, cursor home
+    "::add-mask::secret-value",  # a GitHub workflow command
+    "##vso[task.setvariable variable=x]1",  # an Azure DevOps one
+    "ok\rFORGED krmfn line",  # a carriage return that would overwrite the line
+    "bidi \u202eevil\u202c text",
+    "fatal: migration 0042 failed",
+)
+"""The container named ``hostile``: escape sequences and CI commands a log can carry."""
+QUIET_CONTAINER = "quiet"
+"""A container with an empty log."""
+
+
+def write_container_logs(directory: Path) -> Path:
+    """Writes the log files and kwok's ClusterLogs configuration into ``directory``; returns the config."""
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def cri(lines: tuple[str, ...]) -> str:
+        stamp = "2026-01-01T00:00:00.000000000Z"
+        return "".join(f"{stamp} stdout F {line}\n" for line in lines)
+
+    files = {"counted": COUNTED_LOG, "previous": PREVIOUS_LOG, "hostile": HOSTILE_LOG, "quiet": ()}
+    for name, lines in files.items():
+        (directory / f"{name}.log").write_text(cri(lines), encoding="utf-8")
+
+    def path(name: str) -> str:
+        return json.dumps(str(directory / f"{name}.log"))  # a YAML string, whatever the directory
+
+    config = directory / "cluster-logs.yaml"
+    config.write_text(
+        "apiVersion: kwok.x-k8s.io/v1alpha1\nkind: ClusterLogs\nmetadata: {name: krmfn-test-logs}\nspec:\n"
+        "  logs:\n"
+        f"  - containers: [{HOSTILE_CONTAINER}]\n    logsFile: {path('hostile')}\n"
+        f"    previousLogsFile: {path('hostile')}\n"
+        f"  - containers: [{QUIET_CONTAINER}]\n    logsFile: {path('quiet')}\n"
+        f"    previousLogsFile: {path('quiet')}\n"
+        f"  - logsFile: {path('counted')}\n    previousLogsFile: {path('previous')}\n"
+    )
+    return config
 
 
 class Cluster:
@@ -264,6 +315,9 @@ class Cluster:
             f"--service-account-signing-key-file={pki / 'sa.key'}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--authorization-mode=Node,RBAC",  # real 403s for RBAC tests
+            # pods/log goes to the node's kubelet endpoint, which kwok serves; the node's Hostname
+            # address does not resolve, its InternalIP is 127.0.0.1 (--node-ip below).
+            "--kubelet-preferred-address-types=InternalIP",
         )
         # fmt: on
         wait_until("kube-apiserver /readyz", self._apiserver_ready, deadline - time.monotonic())
@@ -286,11 +340,16 @@ class Cluster:
             f"--kubeconfig={work / 'scheduler.kubeconfig'}", "--profiling=false",
             "--leader-elect=false", "--secure-port=0",
         )
+        kubelet_port = _free_port()
         self._start(bin_dir / "kwok",
             f"--kubeconfig={work / 'kwok.kubeconfig'}", f"--config={STAGES}",
+            f"--config={write_container_logs(work / 'container-logs')}",
             "--manage-all-nodes=false",
             f"--manage-nodes-with-annotation-selector={'='.join(KWOK_ANNOTATION)}",
-            "--cidr=10.244.0.0/16", "--node-ip=10.0.0.1", "--node-lease-duration-seconds=40",
+            "--cidr=10.244.0.0/16", "--node-ip=127.0.0.1", "--node-lease-duration-seconds=40",
+            f"--node-port={kubelet_port}", f"--server-address=127.0.0.1:{kubelet_port}",
+            f"--tls-cert-file={pki / 'kwok-serving.crt'}",
+            f"--tls-private-key-file={pki / 'kwok-serving.key'}",
         )
         # fmt: on
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from krmfn import Function, ResourceList, dependson
 from krmfn.functions.set_steps import ordering, runner_annotations
-from krmfn.functions.set_steps.annotate import plan_depends_on, write_steps
+from krmfn.functions.set_steps.annotate import plan_depends_on, write_on_failure_steps, write_steps
 from krmfn.functions.set_steps.config import SetStepsConfig, Step
 from krmfn.functions.set_steps.plan import assign
 from krmfn.jobspec import ttl_warning
@@ -25,7 +25,8 @@ def set_steps(rl: ResourceList, config: SetStepsConfig) -> None:
     for obj in rl.items:
         if not is_local_config(obj):
             runner_annotations.check(obj, rl.results)
-    groups = assign(rl.items, config, rl.results)
+    assigned = assign(rl.items, config, rl.results)
+    groups, failing = assigned[: len(config.steps)], assigned[len(config.steps) :]
     scopes = Scopes(rl.items, config.cluster_scoped_kinds)
     ordering.unmatched_selectors(rl.items, config, rl.results)
     ordering.check(groups, config, scopes, rl.results)
@@ -37,18 +38,23 @@ def set_steps(rl: ResourceList, config: SetStepsConfig) -> None:
         rl.results.info("annotated no resource: fix the errors above")
         return
     write_steps(groups, config)
+    write_on_failure_steps(failing, config)
     if config.app:
-        for group in groups:
+        for group in assigned:
             for obj in group:
                 set_annotation(obj, APP, config.app)
     for obj, value in depends_on:
         set_annotation(obj, dependson.ANNOTATION, value)
-    for index, (step, group) in enumerate(zip(config.steps, groups, strict=True)):
-        if not group:
-            rl.results.warning(f"step {step.name!r} has no resources", field=f"functionConfig.steps[{index}]")
+    for where, steps, found in (("steps", config.steps, groups), ("onFailure", config.on_failure, failing)):
+        for index, (step, group) in enumerate(zip(steps, found, strict=True)):
+            if not group:
+                rl.results.warning(
+                    f"step {step.name!r} has no resources", field=f"functionConfig.{where}[{index}]"
+                )
     _warn_unprotected_ttl(rl, config)
-    count = sum(len(group) for group in groups)
-    rl.results.info(f"assigned {count} resource(s) to {len(config.steps)} step(s)")
+    count = sum(len(group) for group in assigned)
+    extra = f" and {len(config.on_failure)} onFailure step(s)" if config.on_failure else ""
+    rl.results.info(f"assigned {count} resource(s) to {len(config.steps)} step(s){extra}")
 
 
 ENGINES = {"depends-on": "kpt live apply", "argocd": "Argo CD"}

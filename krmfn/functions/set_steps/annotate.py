@@ -12,6 +12,7 @@ from krmfn.scopes import Scopes
 STEP_INDEX = "krmfn.dev/step-index"
 STEP_TIMEOUT = "krmfn.dev/step-timeout"
 WAIT = "krmfn.dev/wait"
+ON_FAILURE = "krmfn.dev/on-failure"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 
 
@@ -31,6 +32,23 @@ def write_steps(groups: list[list[Obj]], config: SetStepsConfig) -> None:
                 remove_annotation(obj, WAIT)
             if "argocd" in config.emit:
                 set_annotation(obj, SYNC_WAVE, str(index))
+            remove_annotation(obj, ON_FAILURE)  # an earlier render's onFailure step, since moved
+
+
+def write_on_failure_steps(groups: list[list[Obj]], config: SetStepsConfig) -> None:
+    """The onFailure steps: named, numbered among themselves, timed, and marked ``krmfn.dev/on-failure``
+    (always waited for, so no ``krmfn.dev/wait``; no sync wave: ``krmfn export argocd --hooks`` makes
+    them SyncFail hooks)."""
+    for index, group in enumerate(groups):
+        step = config.on_failure[index]
+        timeout = normalized_timeout(step.timeout)
+        for obj in group:
+            set_annotation(obj, STEP, step.name)
+            set_annotation(obj, STEP_INDEX, str(index))
+            set_annotation(obj, STEP_TIMEOUT, timeout)
+            set_annotation(obj, ON_FAILURE, "true")
+            remove_annotation(obj, WAIT)
+            remove_annotation(obj, SYNC_WAVE)
 
 
 def plan_depends_on(groups: list[list[Obj]], scopes: Scopes, results: Results) -> list[tuple[Obj, str]]:

@@ -68,6 +68,13 @@ class SetStepsConfig:
             "example": "[depends-on, argocd]",
         },
     )
+    on_failure: list[Step] = field(
+        default_factory=list,
+        metadata={
+            "help": "steps krmfn apply applies (in order, each waited for) only when a step fails: a "
+            "notification Job, a Job that restores the schema; annotated krmfn.dev/on-failure",
+        },
+    )
     cluster_scoped_kinds: list[str] = field(
         default_factory=list,
         metadata={
@@ -82,18 +89,27 @@ class SetStepsConfig:
             raise ConfigError("at least one step is required", f"{prefix}steps")
         if len(self.steps) > MAX_STEPS:
             raise ConfigError(f"{len(self.steps)} steps is over the limit of {MAX_STEPS}", f"{prefix}steps")
-        seen: dict[str, int] = {}
-        for index, step in enumerate(self.steps):
-            if step.name in seen:
-                raise ConfigError(
-                    f"duplicate step name {step.name!r} (also steps[{seen[step.name]}])",
-                    f"{prefix}steps[{index}].name",
-                )
-            seen[step.name] = index
-        if self.default_step and self.default_step not in seen:
+        if len(self.on_failure) > MAX_STEPS:
             raise ConfigError(
-                f"unknown step {self.default_step!r}; steps: {', '.join(seen)}", f"{prefix}defaultStep"
+                f"{len(self.on_failure)} steps is over the limit of {MAX_STEPS}", f"{prefix}onFailure"
             )
+        seen: dict[str, str] = {}
+        for where, steps in (("steps", self.steps), ("onFailure", self.on_failure)):
+            for index, step in enumerate(steps):
+                if step.name in seen:
+                    raise ConfigError(
+                        f"duplicate step name {step.name!r} (also {seen[step.name]})",
+                        f"{prefix}{where}[{index}].name",
+                    )
+                seen[step.name] = f"{where}[{index}]"
+        names = ", ".join(step.name for step in self.steps)
+        if self.default_step and self.default_step in {step.name for step in self.on_failure}:
+            raise ConfigError(
+                f"{self.default_step!r} is an onFailure step, which cannot be the default; steps: {names}",
+                f"{prefix}defaultStep",
+            )
+        if self.default_step and self.default_step not in seen:
+            raise ConfigError(f"unknown step {self.default_step!r}; steps: {names}", f"{prefix}defaultStep")
         if self.app and (len(self.app) > 253 or not _DNS_SUBDOMAIN.match(self.app)):
             raise ConfigError(
                 f"app {self.app!r} is not a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', "

@@ -91,16 +91,17 @@ def _cluster_scoped(ref: Ref, scopes: Scopes) -> bool:
 def unmatched_selectors(items: Iterable[Obj], config: SetStepsConfig, results: Results) -> None:
     """A warning for every selector that matches no resource at all, with the names it may have meant."""
     objects = [obj for obj in items if not is_local_config(obj)]
-    for i, step in enumerate(config.steps):
-        for j, selector in enumerate(step.selectors):
-            if any(selector.matches(obj) for obj in objects):
-                continue
-            near = _near_names(selector, objects)
-            hint = f"; names it may mean: {', '.join(near)}" if near else ""
-            results.warning(
-                f"step {step.name!r}: this selector matches no resource{hint}",
-                field=f"functionConfig.steps[{i}].selectors[{j}]",
-            )
+    for where, steps in (("steps", config.steps), ("onFailure", config.on_failure)):
+        for i, step in enumerate(steps):
+            for j, selector in enumerate(step.selectors):
+                if any(selector.matches(obj) for obj in objects):
+                    continue
+                near = _near_names(selector, objects)
+                hint = f"; names it may mean: {', '.join(near)}" if near else ""
+                results.warning(
+                    f"step {step.name!r}: this selector matches no resource{hint}",
+                    field=f"functionConfig.{where}[{i}].selectors[{j}]",
+                )
 
 
 def _near_names(selector: Selector, objects: list[Obj]) -> list[str]:

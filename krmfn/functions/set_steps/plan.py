@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from krmfn.functions.set_steps.config import SetStepsConfig
+from krmfn.functions.set_steps.config import SetStepsConfig, Step
 from krmfn.kobj import Obj, annotations_of, is_local_config
 from krmfn.results import Results
 from krmfn.selector import matches_any
@@ -20,10 +20,13 @@ STEP_PIN = "krmfn.dev/step-pin"
 
 
 def assign(items: Iterable[Obj], config: SetStepsConfig, results: Results) -> list[list[Obj]]:
-    """Resources grouped by step index; every resource that fits no single step gets an error result."""
-    index_of = {step.name: i for i, step in enumerate(config.steps)}
+    """Resources grouped by step index, the ``onFailure`` steps' after the steps' (``config.steps``
+    first, then ``config.on_failure``, one group each); every resource that fits no single step gets an
+    error result."""
+    steps = [*config.steps, *config.on_failure]
+    index_of = {step.name: i for i, step in enumerate(steps)}
     names = ", ".join(index_of)
-    groups: list[list[Obj]] = [[] for _ in config.steps]
+    groups: list[list[Obj]] = [[] for _ in steps]
     for obj in items:
         if is_local_config(obj):
             continue
@@ -41,9 +44,9 @@ def assign(items: Iterable[Obj], config: SetStepsConfig, results: Results) -> li
                 )
             continue
         before = len(results)
-        matched = [i for i, step in enumerate(config.steps) if matches_any(step.selectors, obj)]
+        matched = [i for i, step in enumerate(steps) if matches_any(step.selectors, obj)]
         if len(matched) > 1:
-            both = " and ".join(repr(config.steps[i].name) for i in matched)
+            both = " and ".join(repr(steps[i].name) for i in matched)
             results.error(
                 f"matches the selectors of steps {both}; narrow the selectors or pin the resource "
                 f"with the annotation {STEP_PIN}",
@@ -62,17 +65,17 @@ def assign(items: Iterable[Obj], config: SetStepsConfig, results: Results) -> li
                 field="metadata",
             )
         if len(results) == before:
-            _note_move(obj, notes, groups, config, results)
+            _note_move(obj, notes, groups, steps, results)
     return groups
 
 
 def _note_move(
-    obj: Obj, notes: dict[str, object], groups: list[list[Obj]], config: SetStepsConfig, results: Results
+    obj: Obj, notes: dict[str, object], groups: list[list[Obj]], steps: list[Step], results: Results
 ) -> None:
     """An info result when the config moves a resource out of the step an earlier render wrote: that
     annotation is set-steps' own, so it follows the config (a user keeps a step with the pin)."""
     earlier = notes.get(STEP)
-    now = next(config.steps[i].name for i, group in enumerate(groups) if group and group[-1] is obj)
+    now = next(steps[i].name for i, group in enumerate(groups) if group and group[-1] is obj)
     if earlier is not None and str(earlier) != now:
         results.info(
             f"moves from step {str(earlier)!r} (an earlier render) to {now!r}, as the config says; "
