@@ -25,7 +25,7 @@ COMBINED = {"render": "krmfn.functions.render"}
 
 
 @dataclass(frozen=True)
-class Step:
+class PipelineEntry:
     name: str
     """Registry name (``set-image``) or ``render`` for the combined function."""
     config: Any = None
@@ -36,7 +36,7 @@ class Step:
 
 @dataclass
 class StepOutcome:
-    step: Step
+    step: PipelineEntry
     results: list[Result]
 
     @property
@@ -70,7 +70,7 @@ def load_function(name: str) -> Function[Any]:
         raise PipelineError(f"unknown krmfn function {name!r}; known: {known}") from None
 
 
-def run(rl: ResourceList, steps: Sequence[Step]) -> Outcome:
+def run(rl: ResourceList, steps: Sequence[PipelineEntry]) -> Outcome:
     """Run ``steps`` in order over ``rl``; afterwards ``rl.results`` holds every step's results."""
     outcome = Outcome()
     functions = [load_function(step.name) for step in steps]  # an unknown name fails before any edit

@@ -20,7 +20,7 @@ from krmfn.cliargs import Parser, UsageError
 from krmfn.clihelp import epilog
 from krmfn.errors import KrmfnError, PipelineError
 from krmfn.kobj import Obj, annotations_of, is_local_config
-from krmfn.pipeline import COMBINED, Step
+from krmfn.pipeline import COMBINED, PipelineEntry
 from krmfn.pipeline import run as run_pipeline
 from krmfn.resourcelist import API_VERSIONS, ResourceList
 from krmfn.results import Result
@@ -184,7 +184,7 @@ def render_package(package: pkg.Package) -> Rendered:
     return Rendered(rl.items, runs)
 
 
-def pipeline_of(package: pkg.Package) -> tuple[list[tuple[dict[str, Any], Step]], ...]:
+def pipeline_of(package: pkg.Package) -> tuple[list[tuple[dict[str, Any], PipelineEntry]], ...]:
     pipeline = package.kptfile.get("pipeline") or {}
     if not isinstance(pipeline, dict):
         raise PipelineError(f"{package.directory / pkg.KPTFILE}: pipeline must be a mapping")
@@ -199,7 +199,7 @@ def pipeline_of(package: pkg.Package) -> tuple[list[tuple[dict[str, Any], Step]]
     return tuple(sections)
 
 
-def _step(package: pkg.Package, entry: Any, where: str) -> Step:
+def _step(package: pkg.Package, entry: Any, where: str) -> PipelineEntry:
     location = f"{package.directory / pkg.KPTFILE}: {where}"
     if not isinstance(entry, dict):
         raise PipelineError(f"{location}: expected a mapping with exec or image")
@@ -216,7 +216,7 @@ def _step(package: pkg.Package, entry: Any, where: str) -> Step:
             "`exec: krmfn-<name>` (or images named krmfn-<name>). Use `kpt fn render --allow-exec` "
             "for pipelines that mix in other functions"
         )
-    return Step(name, _config(package, entry, location))
+    return PipelineEntry(name, _config(package, entry, location))
 
 
 def function_name(entry: dict[str, Any]) -> str | None:

@@ -76,3 +76,15 @@ def test_architecture_names_every_module() -> None:
     modules += [p.name for p in (package / "runner").glob("*.py") if p.name != "__init__.py"]
     missing = sorted(m for m in modules if f"`{m}" not in text and f"{m}`" not in text)
     assert missing == [], f"ARCHITECTURE.md does not name: {missing}"
+
+
+@pytest.mark.parametrize("name", list(CANONICAL_ORDER))
+def test_every_function_has_the_one_layout(name: str) -> None:
+    """CONTRIBUTING.md's layout: ``__init__.py`` declares the Function, ``config.py`` holds its config,
+    ``transform.py`` its transform."""
+    from krmfn.registry import load
+
+    function = load(name)
+    package = f"krmfn.functions.{name.replace('-', '_')}"
+    assert function.config.__module__ == f"{package}.config"
+    assert function.transform.__module__ == f"{package}.transform"

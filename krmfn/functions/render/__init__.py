@@ -14,7 +14,7 @@ from typing import Any
 from krmfn import Function, ResourceList
 from krmfn.config import API_VERSION, yaml_key
 from krmfn.errors import ConfigError
-from krmfn.pipeline import Step, load_function, run
+from krmfn.pipeline import PipelineEntry, load_function, run
 from krmfn.registry import CANONICAL_ORDER
 
 __all__ = ["FUNCTION", "RenderConfig", "main"]
@@ -59,7 +59,7 @@ class RenderConfig:
             raise ConfigError(f"name at least one function to run: {keys} (use {{}} for defaults)", path)
 
 
-def steps_of(config: RenderConfig) -> list[Step]:
+def steps_of(config: RenderConfig) -> list[PipelineEntry]:
     steps = []
     for name in CANONICAL_ORDER:
         attr = name.replace("-", "_")
@@ -69,7 +69,7 @@ def steps_of(config: RenderConfig) -> list[Step]:
         function = load_function(name)
         raw = {**body, "apiVersion": API_VERSION, "kind": function.kind}
         raw.setdefault("metadata", {"name": name})
-        steps.append(Step(name, raw, config_field=f"functionConfig.{yaml_key(attr)}"))
+        steps.append(PipelineEntry(name, raw, config_field=f"functionConfig.{yaml_key(attr)}"))
     return steps
 
 

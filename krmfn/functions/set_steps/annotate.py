@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from krmfn import dependson
+from krmfn.functions.set_steps.assign import STEP
 from krmfn.functions.set_steps.config import SetStepsConfig, normalized_timeout
-from krmfn.functions.set_steps.plan import STEP
 from krmfn.kobj import Obj, annotations_of, ref_of, remove_annotation, set_annotation
 from krmfn.results import Results
 from krmfn.scopes import Scopes

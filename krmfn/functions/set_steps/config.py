@@ -18,7 +18,7 @@ Emit = Literal["depends-on", "argocd"]
 
 
 @dataclass(frozen=True)
-class Step:
+class StepConfig:
     name: str = field(metadata={"help": "DNS label, unique among the steps", "example": "pre-deploy"})
     timeout: str = field(
         default="5m",
@@ -40,7 +40,7 @@ class Step:
 
 @dataclass(frozen=True)
 class SetStepsConfig:
-    steps: list[Step] = field(metadata={"help": "the ordered steps, at most 20"})
+    steps: list[StepConfig] = field(metadata={"help": "the ordered steps, at most 20"})
     default_step: str = field(
         default="",
         metadata={
@@ -68,7 +68,7 @@ class SetStepsConfig:
             "example": "[depends-on, argocd]",
         },
     )
-    on_failure: list[Step] = field(
+    on_failure: list[StepConfig] = field(
         default_factory=list,
         metadata={
             "help": "steps krmfn apply applies (in order, each waited for) only when a step fails: a "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from krmfn.functions.set_steps.config import SetStepsConfig, Step
+from krmfn.functions.set_steps.config import SetStepsConfig, StepConfig
 from krmfn.kobj import Obj, annotations_of, is_local_config
 from krmfn.results import Results
 from krmfn.selector import matches_any
@@ -70,7 +70,7 @@ def assign(items: Iterable[Obj], config: SetStepsConfig, results: Results) -> li
 
 
 def _note_move(
-    obj: Obj, notes: dict[str, object], groups: list[list[Obj]], steps: list[Step], results: Results
+    obj: Obj, notes: dict[str, object], groups: list[list[Obj]], steps: list[StepConfig], results: Results
 ) -> None:
     """An info result when the config moves a resource out of the step an earlier render wrote: that
     annotation is set-steps' own, so it follows the config (a user keeps a step with the pin)."""

@@ -1,0 +1,67 @@
+"""The transform: assign every resource to a step (assign.py), check the order (ordering.py), and write
+the runner's annotations, plus depends-on and sync waves for the other engines (annotate.py)."""
+
+from __future__ import annotations
+
+from krmfn import ResourceList, dependson
+from krmfn.functions.set_steps import ordering, runner_annotations
+from krmfn.functions.set_steps.annotate import plan_depends_on, write_on_failure_steps, write_steps
+from krmfn.functions.set_steps.assign import assign
+from krmfn.functions.set_steps.config import SetStepsConfig
+from krmfn.jobspec import ttl_warning
+from krmfn.kobj import is_local_config, set_annotation
+from krmfn.scopes import Scopes
+
+APP = "krmfn.dev/app"
+"""The app's name, which ``krmfn apply`` names its inventory after (docs/runner.md)."""
+
+
+def set_steps(rl: ResourceList, config: SetStepsConfig) -> None:
+    for obj in rl.items:
+        if not is_local_config(obj):
+            runner_annotations.check(obj, rl.results)
+    assigned = assign(rl.items, config, rl.results)
+    groups, failing = assigned[: len(config.steps)], assigned[len(config.steps) :]
+    scopes = Scopes(rl.items, config.cluster_scoped_kinds)
+    ordering.unmatched_selectors(rl.items, config, rl.results)
+    ordering.check(groups, config, scopes, rl.results)
+    depends_on = []
+    if "depends-on" in config.emit:
+        depends_on = plan_depends_on(groups, scopes, rl.results)
+    if rl.results.has_errors:
+        # All or nothing: a half-annotated package would deploy in a partly wrong order.
+        rl.results.info("annotated no resource: fix the errors above")
+        return
+    write_steps(groups, config)
+    write_on_failure_steps(failing, config)
+    if config.app:
+        for group in assigned:
+            for obj in group:
+                set_annotation(obj, APP, config.app)
+    for obj, value in depends_on:
+        set_annotation(obj, dependson.ANNOTATION, value)
+    for where, steps, found in (("steps", config.steps, groups), ("onFailure", config.on_failure, failing)):
+        for index, (step, group) in enumerate(zip(steps, found, strict=True)):
+            if not group:
+                rl.results.warning(
+                    f"step {step.name!r} has no resources", field=f"functionConfig.{where}[{index}]"
+                )
+    _warn_unprotected_ttl(rl, config)
+    count = sum(len(group) for group in assigned)
+    extra = f" and {len(config.on_failure)} onFailure step(s)" if config.on_failure else ""
+    rl.results.info(f"assigned {count} resource(s) to {len(config.steps)} step(s){extra}")
+
+
+ENGINES = {"depends-on": "kpt live apply", "argocd": "Argo CD"}
+
+
+def _warn_unprotected_ttl(rl: ResourceList, config: SetStepsConfig) -> None:
+    """The steps are written for kpt live apply or Argo CD too: neither has krmfn apply's record of the
+    Jobs it ran, so a Job deleted by its TTL is created and run again there."""
+    engines = [ENGINES[e] for e in config.emit if e in ENGINES]
+    if not engines:
+        return
+    for obj in rl.items:
+        warning = ttl_warning(obj, " or ".join(engines))
+        if warning and not is_local_config(obj):
+            rl.results.warning(warning, obj, field="spec.ttlSecondsAfterFinished")
