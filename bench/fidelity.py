@@ -31,7 +31,7 @@ else:
     import functions
     import gen
 
-from krmfn.yamlio import dump_fast
+from krmfn.yaml.io import dump_fast
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

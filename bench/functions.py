@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 else:
     import gen
 
-from krmfn.yamlio import dump_fast
+from krmfn.yaml.io import dump_fast
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -6,7 +6,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from krmfn.yamlio import dump_all_fast, dump_fast
+from krmfn.yaml.io import dump_all_fast, dump_fast
 
 IMAGES = ("ghcr.io/acme/app", "nginx", "registry.example.com/team/worker", "busybox")
 

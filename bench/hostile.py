@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 else:
     import gen
 
-from krmfn.yamlio import dump_fast
+from krmfn.yaml.io import dump_fast
 
 BIN = Path(sys.executable).parent
 GNU_TIME = "/usr/bin/time"

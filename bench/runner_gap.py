@@ -43,7 +43,7 @@ from krmfn.runner.engine import Options, Runner  # noqa: E402
 from krmfn.runner.events import Apply, Event, Status, StepDone  # noqa: E402
 from krmfn.runner.kube import HttpApi, load_config  # noqa: E402
 from krmfn.runner.plan import build_plan  # noqa: E402
-from krmfn.yamlio import dump_all_fast  # noqa: E402
+from krmfn.yaml.io import dump_all_fast  # noqa: E402
 
 
 def job(name: str, step: int, final: bool = False) -> dict[str, Any]:

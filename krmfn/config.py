@@ -193,7 +193,7 @@ def _from_string(tp: Any, raw: str) -> Any:
         return [part.strip() for part in raw.split(",") if part.strip()]
     if any(get_origin(o) is Literal for o in options):
         return raw
-    from krmfn.yamlio import _load_fast
+    from krmfn.yaml.io import _load_fast
 
     try:
         return _load_fast(raw)

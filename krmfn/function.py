@@ -25,7 +25,7 @@ from krmfn.limits import Limits
 from krmfn.resourcelist import ResourceList, choose_mode, parse, serialize, under_kpt
 from krmfn.results import Result
 from krmfn.terminal import safe_line
-from krmfn.yamlio import load_documents
+from krmfn.yaml.io import load_documents
 
 C = TypeVar("C")
 DEBUG_ENV = "KRMFN_DEBUG"

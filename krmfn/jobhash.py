@@ -12,7 +12,7 @@ from typing import Any
 
 from krmfn.jobspec import digest, run_identity
 from krmfn.k8snames import JOB_NAME_MAX, trim_for_suffix
-from krmfn.yamlio import plain
+from krmfn.yaml.io import plain
 
 MAX_NAME = JOB_NAME_MAX
 HASH_LENGTH = 8

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from krmfn.kobj import Obj, annotations_of, ref_of
-from krmfn.yamlio import plain
+from krmfn.yaml.io import plain
 
 _DOMAIN = "internal.config.kubernetes.io/"
 PREVIOUS_NAMES = _DOMAIN + "previousNames"

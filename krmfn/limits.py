@@ -25,7 +25,7 @@ class Limits:
     manifests ~16 times), so a maximal input stays well within 1 GiB (docs/limits.md)."""
     max_fidelity_bytes: int = 1024 * 1024
     """Size of the input text ruamel's round trip may read: up to ~600 times its size in RSS (1 MiB of
-    empty mappings took 0.63 GiB). The functions no longer use ruamel (``krmfn.yamledit`` reads at the
+    empty mappings took 0.63 GiB). The functions no longer use ruamel (``krmfn.yaml.edit`` reads at the
     fast path's cost); only the tests that use it as an oracle do."""
     max_items: int = 200_000
     """Number of items in the ResourceList."""

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from krmfn import yamledit
 from krmfn.errors import KrmfnError, PipelineError
 from krmfn.kobj import Obj, annotations_of, is_kustomization, metadata, ref_of
 from krmfn.limits import Limits
 from krmfn.resourcelist import item_problem
-from krmfn.yamlio import Mode, check_size, dump_fast, load_all_fast
+from krmfn.yaml import edit as yamledit
+from krmfn.yaml.io import Mode, check_size, dump_fast, load_all_fast
 
 PATH = "config.kubernetes.io/path"
 INDEX = "config.kubernetes.io/index"
@@ -291,7 +291,7 @@ def write(root: Package, items: list[Obj], mode: Mode) -> list[Path]:
     is checked before anything is written: inside the package root, through no symlink.
 
     In fidelity mode a file whose objects were read from it is its own text with only the changes
-    spliced in (see ``krmfn.yamledit``): untouched files and documents stay byte for byte."""
+    spliced in (see ``krmfn.yaml.edit``): untouched files and documents stay byte for byte."""
     files: dict[tuple[Path, str], list[tuple[int, str, Obj]]] = {}
     for obj in items:
         package, relative, index = location(obj, root.directory)
@@ -360,7 +360,7 @@ def _file_text(objects: list[tuple[str, Obj, Origin | None]], *, kpt_format: boo
     ``kpt_format``: as ``kpt fn render`` writes the file. kpt re-emits every document of a package
     through go-yaml v3, untouched ones too: one space before a line comment, ``- x`` for ``-   x``,
     head comments at the next node's indentation. ``krmfn render --in-place`` promises kpt's bytes, so
-    each document is passed through the round-trip emitter configured as kpt writes (krmfn.yamlrt):
+    each document is passed through the round-trip emitter configured as kpt writes (krmfn.yaml.rt):
     the splice keeps what changed minimal, the emitter lays it out as kpt would."""
     writers: dict[int, yamledit.Writer] = {}
     texts: list[str] = []
@@ -415,7 +415,7 @@ def _laid_out_as_kpt_writes(text: str) -> bool:
 
 
 def _as_kpt_writes(text: str, indent: str) -> str:
-    from krmfn import yamlrt  # the round-trip emitter: only --in-place needs it
+    from krmfn.yaml import rt as yamlrt  # the round-trip emitter: only --in-place needs it
 
     try:
         return yamlrt.dump_document(yamlrt.load(text), indent)

@@ -24,7 +24,7 @@ from krmfn.pipeline import COMBINED, PipelineEntry
 from krmfn.pipeline import run as run_pipeline
 from krmfn.resourcelist import API_VERSIONS, ResourceList
 from krmfn.results import Result
-from krmfn.yamlio import Mode, dump_fast, plain
+from krmfn.yaml.io import Mode, dump_fast, plain
 
 USAGE = """usage: krmfn render DIR [--in-place] [--yaml fast|fidelity] [--results-dir DIR]
 

@@ -6,13 +6,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from krmfn import yamledit
 from krmfn.errors import ResourceListError
 from krmfn.kobj import Obj, is_kustomization, is_list_kind, ref_of
 from krmfn.limits import Limits
 from krmfn.results import Results
-from krmfn.yamledit import Source
-from krmfn.yamlio import Mode, dump_all_fast, dump_fast, load_documents
+from krmfn.yaml import edit as yamledit
+from krmfn.yaml.edit import Source
+from krmfn.yaml.io import Mode, dump_all_fast, dump_fast, load_documents
 
 API_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1")
 MODE_ENV = "KRMFN_YAML"

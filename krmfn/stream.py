@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from krmfn.errors import InputError
-from krmfn.yamlio import load_all_fast
+from krmfn.yaml.io import load_all_fast
 
 SUFFIXES = (".yaml", ".yml", ".json")
 BUILD_FILES = frozenset({"kustomization.yaml", "kustomization.yml", "Kustomization"})

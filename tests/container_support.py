@@ -16,7 +16,7 @@ from typing import Any
 
 from e2e import ROOT
 
-from krmfn.yamlio import dump_fast, load_all_fast
+from krmfn.yaml.io import dump_fast, load_all_fast
 
 PODMAN_DOCKER = Path("/usr/bin/docker")
 

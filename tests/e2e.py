@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from krmfn.kobj import is_local_config
-from krmfn.yamlio import dump_fast, load_all_fast
+from krmfn.yaml.io import dump_fast, load_all_fast
 
 ROOT = Path(__file__).resolve().parent.parent
 UPDATE = bool(os.environ.get("KRMFN_UPDATE_FIXTURES"))

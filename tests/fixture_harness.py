@@ -17,7 +17,7 @@ from typing import Any
 
 from krmfn.function import Function
 from krmfn.registry import CANONICAL_ORDER
-from krmfn.yamlio import dump_fast, load_all_fast
+from krmfn.yaml.io import dump_fast, load_all_fast
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXTRA_FUNCTIONS = {"example-annotate": "example_function", "render": "krmfn.functions.render"}

@@ -12,7 +12,7 @@ from typing import Any
 
 from e2e import env, run, tool
 
-from krmfn.yamlio import dump_all_fast, dump_fast, load_all_fast
+from krmfn.yaml.io import dump_all_fast, dump_fast, load_all_fast
 
 KINDS = {
     "render-inputs": "RenderInputs",

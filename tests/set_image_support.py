@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from krmfn.functions.set_image import FUNCTION
-from krmfn.yamlio import _load_fast, dump_fast
+from krmfn.yaml.io import _load_fast, dump_fast
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,7 +12,7 @@ import pytest
 from container_support import images
 from e2e import by_identity, env, tool
 
-from krmfn.yamlio import load_all_fast
+from krmfn.yaml.io import load_all_fast
 
 ROOT = Path(__file__).resolve().parent.parent
 

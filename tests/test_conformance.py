@@ -40,7 +40,7 @@ from e2e import run, tool
 from kustomize_trees import fn_config, kustomize, normalized, objects, pipe, write_tree
 
 from krmfn.kustomize_names import name_fields
-from krmfn.yamlio import dump_all_fast, dump_fast
+from krmfn.yaml.io import dump_all_fast, dump_fast
 
 pytestmark = pytest.mark.e2e
 FULL = os.environ.get("KRMFN_CONFORMANCE") == "full"

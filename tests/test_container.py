@@ -22,7 +22,7 @@ from container_support import configs_to_containers, engine_env, images, kptfile
 from e2e import ROOT, derive_source, package_files, tool
 from fixture_harness import Case, discover, load_function, resource_list_text
 
-from krmfn.yamlio import dump_fast, load_all_fast
+from krmfn.yaml.io import dump_fast, load_all_fast
 
 # The first test builds the images when scripts/test.sh has not (a fresh base takes minutes on 2 cores).
 pytestmark = [pytest.mark.e2e, pytest.mark.container, pytest.mark.timeout(1800)]

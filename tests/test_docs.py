@@ -11,7 +11,7 @@ from e2e import ROOT
 import krmfn
 from krmfn.pipeline import COMBINED
 from krmfn.registry import CANONICAL_ORDER
-from krmfn.yamlio import load_all_fast
+from krmfn.yaml.io import load_all_fast
 
 KEY = re.compile(r"krmfn\.dev/[A-Za-z0-9._/-]*[A-Za-z0-9]")
 FUNCTION_DIRS = sorted(

@@ -40,7 +40,7 @@ from e2e import (
     tool,
 )
 
-from krmfn.yamlio import dump_fast, load_all_fast
+from krmfn.yaml.io import dump_fast, load_all_fast
 
 PACKAGES = sorted(p.parent for p in ROOT.glob("krmfn/functions/*/examples/*/Kptfile"))
 RESULT_KEYS = ("message", "severity", "resourceRef", "field", "file", "tags")

@@ -35,7 +35,7 @@ from e2e import (
 from krmfn import package as pkg
 from krmfn.kobj import is_local_config
 from krmfn.render import main as render_main
-from krmfn.yamlio import load_all_fast
+from krmfn.yaml.io import load_all_fast
 
 EXAMPLES = sorted(p.parent for p in ROOT.glob("examples/*/Kptfile"))
 IDS = [p.name for p in EXAMPLES]

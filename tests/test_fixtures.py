@@ -8,7 +8,7 @@ import re
 import pytest
 from fixture_harness import Case, discover, load_function, resource_list_text
 
-from krmfn.yamlio import _load_fast, load_all_fast
+from krmfn.yaml.io import _load_fast, load_all_fast
 
 CASES = discover()
 UPDATE = bool(os.environ.get("KRMFN_UPDATE_FIXTURES"))

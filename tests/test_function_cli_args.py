@@ -14,7 +14,7 @@ import yaml
 
 from krmfn.functions.validate_jobs import FUNCTION as VALIDATE_JOBS
 from krmfn.registry import CANONICAL_ORDER, load
-from krmfn.yamlio import dump_all_fast
+from krmfn.yaml.io import dump_all_fast
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ import pytest
 
 from krmfn.functions.hash_job_names import FUNCTION as HASH_JOB_NAMES
 from krmfn.functions.set_config_checksum import FUNCTION as SET_CONFIG_CHECKSUM
-from krmfn.yamlio import _load_fast, dump_fast
+from krmfn.yaml.io import _load_fast, dump_fast
 
 CHECKSUM = "krmfn.dev/config-checksum"
 

@@ -11,7 +11,7 @@ from e2e import tool
 from krmfn.function import Function
 from krmfn.functions.hash_job_names import FUNCTION as HASH_JOB_NAMES
 from krmfn.functions.set_config_checksum import FUNCTION as SET_CONFIG_CHECKSUM
-from krmfn.yamlio import _load_fast, dump_all_fast, dump_fast
+from krmfn.yaml.io import _load_fast, dump_all_fast, dump_fast
 
 
 def manifests(namespace: str, target: str) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from krmfn.functions.hash_job_names.naming import MAX_NAME, derived_from, hashed
 from krmfn.functions.hash_job_names.references import Renames, rewrite_value
 from krmfn.jobspec import MUTABLE_SPEC_FIELDS
 from krmfn.k8snames import name_problems
-from krmfn.yamlio import _load_fast, dump_fast
+from krmfn.yaml.io import _load_fast, dump_fast
 
 labels = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z", fullmatch=True)
 # DNS-1123 subdomains, as the API server accepts for a Job name: dots allowed (``db.migration``).

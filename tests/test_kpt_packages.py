@@ -16,7 +16,7 @@ import pytest
 from e2e import package_files, run, tool
 
 from krmfn.functions.hash_job_names import FUNCTION as HASH_JOB_NAMES
-from krmfn.yamlio import dump_fast
+from krmfn.yaml.io import dump_fast
 
 pytestmark = pytest.mark.e2e
 

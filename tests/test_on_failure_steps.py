@@ -15,7 +15,7 @@ from krmfn.export import main as export_main
 from krmfn.functions.set_steps import FUNCTION
 from krmfn.runner.cli import main as runner_main
 from krmfn.steps import group
-from krmfn.yamlio import _load_fast, dump_all_fast, load_all_fast
+from krmfn.yaml.io import _load_fast, dump_all_fast, load_all_fast
 
 Doc = dict[str, Any]
 

@@ -16,7 +16,7 @@ from e2e import ROOT, by_identity, derive_source, package_files, run, tool
 from test_examples_rendered import objects, package_objects
 
 from krmfn.render import main as render_main
-from krmfn.yamlio import load_all_fast
+from krmfn.yaml.io import load_all_fast
 
 PATTERNS = ("examples/*/Kptfile", "krmfn/functions/*/examples/*/Kptfile")
 PACKAGES = sorted(p.parent for pattern in PATTERNS for p in ROOT.glob(pattern))

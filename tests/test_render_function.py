@@ -12,7 +12,7 @@ from krmfn.config import yaml_key
 from krmfn.functions.render import FUNCTION as RENDER
 from krmfn.pipeline import load_function
 from krmfn.registry import CANONICAL_ORDER
-from krmfn.yamlio import dump_fast, load_all_fast
+from krmfn.yaml.io import dump_fast, load_all_fast
 
 EXAMPLE = ROOT / "examples" / "staged-deploy"
 CONFIGS = {

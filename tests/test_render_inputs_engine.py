@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from krmfn.functions.render_inputs import FUNCTION
 from krmfn.functions.render_inputs.engine import RenderError, Scan, is_expression_source, render
-from krmfn.yamlio import _load_fast, dump_fast
+from krmfn.yaml.io import _load_fast, dump_fast
 
 INPUTS: dict[str, Any] = {
     "tag": "6.7.1",
@@ -372,7 +372,7 @@ FAILING_IN_SECRETS = [
 def _secret_run(values: list[str], config: dict[str, Any]) -> tuple[int, dict[str, Any], str]:
     import io
 
-    from krmfn.yamlio import dump_fast
+    from krmfn.yaml.io import dump_fast
 
     secret = {
         "apiVersion": "v1",

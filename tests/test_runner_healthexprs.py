@@ -11,7 +11,7 @@ import pytest
 
 from krmfn.runner.cli import main
 from krmfn.runner.healthexprs import MAX_ENTRIES, MAX_EXPRESSION, HealthCheckError, HealthChecks, load
-from krmfn.yamlio import dump_all_fast
+from krmfn.yaml.io import dump_all_fast
 
 # Flux's Kustomization docs, "Health check expressions": cert-manager's Certificate, as they write it.
 CERTIFICATE = {

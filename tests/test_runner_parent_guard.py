@@ -31,7 +31,7 @@ from krmfn.runner.errors import SourceError
 from krmfn.runner.events import Event, Prune
 from krmfn.runner.lock import LOCK
 from krmfn.runner.plan import build_plan
-from krmfn.yamlio import dump_all_fast
+from krmfn.yaml.io import dump_all_fast
 
 Doc = dict[str, Any]
 

@@ -26,7 +26,7 @@ from krmfn.runner.errors import InventoryError, ObjectError, SourceError
 from krmfn.runner.kube import HttpApi, field_value
 from krmfn.runner.plan import Key, build_plan
 from krmfn.runner.prune import uid_of
-from krmfn.yamlio import dump_all_fast
+from krmfn.yaml.io import dump_all_fast
 
 JOBS = Resource("batch", "v1", "Job", "jobs", True)
 CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False)

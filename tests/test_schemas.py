@@ -13,7 +13,7 @@ from krmfn.errors import ConfigError
 from krmfn.pipeline import COMBINED, load_function
 from krmfn.registry import CANONICAL_ORDER
 from krmfn.schema import all_schemas, render_files
-from krmfn.yamlio import load_all_fast
+from krmfn.yaml.io import load_all_fast
 
 NAMES = [*CANONICAL_ORDER, *COMBINED]
 SCHEMAS = all_schemas()

@@ -1,4 +1,4 @@
-"""The event-driven fast path (krmfn.yamlfast) against PyYAML's own loader and dumper as the oracle.
+"""The event-driven fast path (krmfn.yaml.fast) against PyYAML's own loader and dumper as the oracle.
 
 The oracle is PyYAML's SafeLoader/SafeDumper machinery configured with the same schema; the fast path
 must build equal documents from any YAML and write byte-identical text for any plain document
@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from yaml.cyaml import CParser  # type: ignore[attr-defined]
 
-from krmfn import yamlfast
 from krmfn.errors import DuplicateKeyError
-from krmfn.yamlio import _FastDumper
+from krmfn.yaml import fast as yamlfast
+from krmfn.yaml.io import _FastDumper
 
 ROOT = Path(__file__).resolve().parent.parent
 T = "tag:yaml.org,2002:"

@@ -16,7 +16,7 @@ from krmfn import Function, ResourceList, Selector, select
 from krmfn.config import from_configmap, parse
 from krmfn.errors import ConfigError
 from krmfn.resourcelist import choose_mode
-from krmfn.yamlio import _load_fast, dump_fast
+from krmfn.yaml.io import _load_fast, dump_fast
 
 HEAD = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
 CONFIG = {"apiVersion": "fn.krmfn.dev/v1alpha1", "kind": "ExampleAnnotate", "key": "k", "value": "v"}
@@ -301,7 +301,7 @@ def test_krmfn_fn_rejects_unknown_functions() -> None:
 
 def test_configmap_form_on_the_fidelity_path_reads_quoted_values() -> None:
     from krmfn.limits import Limits
-    from krmfn.yamlio import load
+    from krmfn.yaml.io import load
 
     data = load('data: {count: "3", tags: "a,b", extra: "{a: 1}", name: n}', "fidelity", Limits())["data"]
     assert from_configmap(Everything, dict(data)) == Everything("n", 3, tags=["a", "b"], extra={"a": 1})

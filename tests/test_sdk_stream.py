@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from example_function import FUNCTION
 
-from krmfn.yamlio import dump_all_fast, dump_fast, load_all_fast
+from krmfn.yaml.io import dump_all_fast, dump_fast, load_all_fast
 
 CONFIG = {"apiVersion": "fn.krmfn.dev/v1alpha1", "kind": "ExampleAnnotate", "key": "k", "value": "v"}
 OBJECTS = [

@@ -8,7 +8,7 @@ import pytest
 
 from krmfn.errors import DuplicateKeyError, LimitExceededError, YAMLSyntaxError
 from krmfn.limits import Limits
-from krmfn.yamlio import dump, dump_fast, load, plain
+from krmfn.yaml.io import dump, dump_fast, load, plain
 
 MODES = ["fast", "fidelity"]
 BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
@@ -156,7 +156,7 @@ def test_a_fidelity_dump_that_fails_part_way_leaves_the_next_dump_intact(
 ) -> None:
     # The fuzz found it: a dump interrupted by its time bound broke every later fidelity dump of the
     # process (`expected NodeEvent, but got DocumentStartEvent()`, or silently empty output).
-    from krmfn import yamlrt
+    from krmfn.yaml import rt as yamlrt
 
     doc = load("a: [1, {b: c}]\nd: 0644\n", "fidelity", Limits())
     expected = dump(doc, "fidelity")
@@ -253,7 +253,7 @@ def test_an_interrupted_round_trip_dump_does_not_break_later_ones(monkeypatch: p
     signal such as a time bound) made every later dump in the process fail."""
     from ruamel.yaml.emitter import Emitter
 
-    from krmfn import yamlrt
+    from krmfn.yaml import rt as yamlrt
 
     doc = yamlrt.load("a: 1\nb: [x, y]\nc: {d: e}\n")
     expect_node, calls = Emitter.expect_node, [0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from krmfn.functions.set_config_checksum import FUNCTION
-from krmfn.yamlio import _load_fast
+from krmfn.yaml.io import _load_fast
 
 TEXT = """\
 apiVersion: config.kubernetes.io/v1

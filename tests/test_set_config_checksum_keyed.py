@@ -15,7 +15,7 @@ import pytest
 
 from krmfn.functions.set_config_checksum import FUNCTION
 from krmfn.functions.set_config_checksum.digest import checksum
-from krmfn.yamlio import _load_fast, dump_fast
+from krmfn.yaml.io import _load_fast, dump_fast
 
 KEY = "k3y-0f-the-ci-system-9c1d2e"
 PIN = "4821"  # a low-entropy Secret: 10,000 candidates

@@ -11,7 +11,7 @@ import pytest
 from krmfn.functions.hash_job_names import FUNCTION as HASH_JOB_NAMES
 from krmfn.functions.set_config_checksum import FUNCTION as SET_CONFIG_CHECKSUM
 from krmfn.functions.set_config_checksum.digest import checksum
-from krmfn.yamlio import _load_fast, dump_fast
+from krmfn.yaml.io import _load_fast, dump_fast
 
 CANARY = "canary-7f3e9a-do-not-leak"
 CANARY_B64 = base64.b64encode(CANARY.encode()).decode()

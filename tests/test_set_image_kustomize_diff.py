@@ -16,7 +16,7 @@ from typing import Any
 
 from set_image_support import kustomize, run_set_image, set_image_config
 
-from krmfn.yamlio import dump_fast, load_all_fast
+from krmfn.yaml.io import dump_fast, load_all_fast
 
 SEED = 20240611
 RULE_SETS = 24

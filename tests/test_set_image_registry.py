@@ -17,7 +17,7 @@ from set_image_support import set_image_config
 
 from krmfn.functions.set_image import FUNCTION
 from krmfn.functions.set_image import registry as oci
-from krmfn.yamlio import _load_fast, dump_fast
+from krmfn.yaml.io import _load_fast, dump_fast
 
 TAGS = ["1.0.0", "1.2.0", "1.9.3", "1.10.1", "2.0.0-rc.1", "2.0.0", "latest", "main-abc123"]
 

@@ -16,7 +16,7 @@ import pytest
 
 from krmfn.functions.set_image import FUNCTION
 from krmfn.functions.set_image import registry as oci
-from krmfn.yamlio import _load_fast, dump_fast
+from krmfn.yaml.io import _load_fast, dump_fast
 
 TOKEN = "tok-CANARY-7c2e"
 ECHO = "CANARYregistrytext"

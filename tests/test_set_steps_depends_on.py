@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from krmfn.dependson import ObjRef, format_set
 from krmfn.functions.set_steps import FUNCTION
-from krmfn.yamlio import _load_fast, dump_fast
+from krmfn.yaml.io import _load_fast, dump_fast
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from krmfn.functions.set_steps import FUNCTION
-from krmfn.yamlio import _load_fast, dump_all_fast
+from krmfn.yaml.io import _load_fast, dump_all_fast
 
 Doc = dict[str, Any]
 STEPS = ["first", "second", "third"]

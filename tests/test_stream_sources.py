@@ -13,7 +13,7 @@ from krmfn.export.stream import read_sources
 from krmfn.runner.errors import SourceError
 from krmfn.runner.source import read_files
 from krmfn.stream import StreamError
-from krmfn.yamlio import dump_fast
+from krmfn.yaml.io import dump_fast
 
 
 def configmap(name: str) -> dict[str, object]:

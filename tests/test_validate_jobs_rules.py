@@ -9,7 +9,7 @@ from fixture_harness import Case, discover, resource_list_text
 
 from krmfn.functions.validate_jobs import FUNCTION, RULES
 from krmfn.functions.validate_jobs.cron import ScheduleError, check_schedule
-from krmfn.yamlio import _load_fast
+from krmfn.yaml.io import _load_fast
 
 PACKAGE = Path(__file__).resolve().parent.parent / "krmfn" / "functions" / "validate_jobs"
 

@@ -30,10 +30,10 @@ import yaml as pyyaml
 from e2e import ROOT, env
 from ruamel.yaml import YAML
 
-from krmfn import yamlrt
 from krmfn.kobj import set_scalar
 from krmfn.limits import Limits
-from krmfn.yamlio import dump_fast, load, load_all_fast
+from krmfn.yaml import rt as yamlrt
+from krmfn.yaml.io import dump_fast, load, load_all_fast
 
 pytestmark = pytest.mark.e2e
 FULL = os.environ.get("KRMFN_CONFORMANCE") == "full"

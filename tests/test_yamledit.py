@@ -1,4 +1,4 @@
-"""The faithful writer (krmfn.yamledit) against the fast path and ruamel as oracles, on a generated corpus.
+"""The faithful writer (krmfn.yaml.edit) against the fast path and ruamel as oracles, on a generated corpus.
 
 Quick profile in the suite; ``KRMFN_FIDELITY_EXAMPLES=2000 pytest tests/test_yamledit.py`` for a long run.
 """
@@ -18,12 +18,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from yaml_corpus import mutate, nodes, stream
 
-from krmfn import yamledit, yamlfast
 from krmfn.errors import InputError
 from krmfn.limits import Limits
-from krmfn.yamledit.scalars import needs_quotes, scalar
-from krmfn.yamledit.splice import same
-from krmfn.yamlio import load_documents
+from krmfn.yaml import edit as yamledit
+from krmfn.yaml import fast as yamlfast
+from krmfn.yaml.edit.scalars import needs_quotes, scalar
+from krmfn.yaml.edit.splice import same
+from krmfn.yaml.io import load_documents
 
 EXAMPLES = int(os.environ.get("KRMFN_FIDELITY_EXAMPLES", "120"))
 SEEDS = st.integers(0, 2**32 - 1)
@@ -153,7 +154,7 @@ def _one_line(node: Any, path: tuple[Any, ...]) -> bool:
 @given(SEEDS)
 @PROFILE
 def test_the_text_equals_ruamels_wherever_ruamel_keeps_the_style(seed: int) -> None:
-    from krmfn import yamlrt
+    from krmfn.yaml import rt as yamlrt
 
     rnd = random.Random(seed)
     text = stream(rnd).lstrip("\ufeff").replace("\r\n", "\n")

@@ -22,7 +22,7 @@ from krmfn.export.stream import read_sources
 from krmfn.jobspec import ttl_warning
 from krmfn.kobj import ref_of
 from krmfn.terminal import safe_line
-from krmfn.yamlio import dump_all_fast, dump_fast
+from krmfn.yaml.io import dump_all_fast, dump_fast
 
 __all__ = ["main"]
 

@@ -24,7 +24,7 @@ from krmfn.errors import InputError
 from krmfn.kobj import PRESERVED_KEYS, PRESERVED_PREFIXES, Obj, ref_of
 from krmfn.scopes import Scopes
 from krmfn.steps import STEP_ANNOTATIONS, Step, Steps, describe
-from krmfn.yamlio import plain
+from krmfn.yaml.io import plain
 
 API_VERSION = "fluxcd.controlplane.io/v1"
 KIND = "ResourceSet"

@@ -281,7 +281,7 @@ def _kubeconfig_namespace(args: argparse.Namespace) -> str:
     """The context's namespace when a kubeconfig is readable, else "default": a plan never needs the
     cluster, so it reads this one field itself (kube.load_config's lookup order) without lightkube."""
     from krmfn.errors import InputError
-    from krmfn.yamlio import load_all_fast
+    from krmfn.yaml.io import load_all_fast
 
     path = args.kubeconfig or next((p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p), "")
     file = Path(path) if path else Path.home() / ".kube" / "config"

@@ -16,7 +16,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from krmfn.yamlio import dump_fast
+from krmfn.yaml.io import dump_fast
 
 Action = Literal["create", "update", "delete", "unchanged"]
 CHANGES: frozenset[Action] = frozenset({"create", "update", "delete"})

@@ -24,7 +24,7 @@ from krmfn.errors import InputError
 from krmfn.kobj import annotations_of, is_list_kind
 from krmfn.names import name_problem
 from krmfn.runner.errors import SourceError
-from krmfn.yamlio import load_all_fast
+from krmfn.yaml.io import load_all_fast
 
 APP = "krmfn.dev/app"
 FALLBACK = "krmfn"

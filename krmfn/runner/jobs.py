@@ -15,7 +15,7 @@ from krmfn.k8snames import JOB_NAME_MAX, trim_for_suffix
 from krmfn.runner.applyset import JobRecord, Outcome, Parent
 from krmfn.runner.errors import InvalidObject
 from krmfn.runner.plan import Item, Key
-from krmfn.yamlio import plain
+from krmfn.yaml.io import plain
 
 SPEC_HASH = "krmfn.dev/applied-spec-hash"
 FORCE = ("krmfn.dev/force", "fluxcd.controlplane.io/force")

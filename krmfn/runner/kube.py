@@ -30,7 +30,7 @@ from krmfn.errors import InputError, RunnerError
 from krmfn.runner.api import ApiStatusError, NoSuchKind, Resource, WatchEvent, group_path, segment
 from krmfn.runner.errors import ClusterUnreachable, KubeconfigError
 from krmfn.runner.joblogs import LIMIT_BYTES as LOG_LIMIT_BYTES
-from krmfn.yamlio import load_all_fast
+from krmfn.yaml.io import load_all_fast
 
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the server accepts a JSON body here
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})

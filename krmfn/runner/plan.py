@@ -19,7 +19,7 @@ from krmfn.names import api_version_problem, kind_problem, name_problem, namespa
 from krmfn.runner.applyset import APPLYSET_PREFIX, INVENTORY, MAX_JOB_RECORDS
 from krmfn.runner.errors import SourceError
 from krmfn.scopes import Scopes
-from krmfn.yamlio import plain
+from krmfn.yaml.io import plain
 
 # Apply order inside a step. Kinds not listed (custom resources, most other built-ins) sit between
 # the workloads and the webhook configurations; Jobs come last so they see everything they may use.

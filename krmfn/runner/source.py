@@ -11,7 +11,7 @@ from typing import Any
 from krmfn.errors import InputError
 from krmfn.runner.errors import SourceError
 from krmfn.stream import StreamError, read_documents
-from krmfn.yamlio import load_all_fast
+from krmfn.yaml.io import load_all_fast
 
 
 def read_files(paths: list[str]) -> list[Any]:

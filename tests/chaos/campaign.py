@@ -43,7 +43,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import ConfigMap
 from lightkube.types import PatchType
 
-from krmfn.yamlio import dump_all_fast
+from krmfn.yaml.io import dump_all_fast
 
 from .invariants import JobLedger, exit_problems, lock_problems, render_problems
 from .proxy import FaultProxy

@@ -41,7 +41,7 @@ from krmfn.runner.applyset import (
 )
 from krmfn.runner.cli import main
 from krmfn.runner.lock import LOCK
-from krmfn.yamlio import dump_all_fast
+from krmfn.yaml.io import dump_all_fast
 
 from .objects import meta
 

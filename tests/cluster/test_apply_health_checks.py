@@ -17,7 +17,7 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.types import PatchType
 
-from krmfn.yamlio import dump_all_fast
+from krmfn.yaml.io import dump_all_fast
 
 from .cluster import wait_until
 from .runner_fixtures import Apply, Doc

@@ -16,7 +16,7 @@ from lightkube.resources.core_v1 import ConfigMap, Secret
 from lightkube.types import PatchType
 
 from krmfn.runner.applyset import applyset_id
-from krmfn.yamlio import load_all_fast
+from krmfn.yaml.io import load_all_fast
 
 from .objects import annotations_of, exists, meta
 from .runner_fixtures import Apply, configmap, deployment, inventory_problems, job

@@ -10,7 +10,7 @@ import io
 from pathlib import Path
 
 from krmfn.runner.cli import main
-from krmfn.yamlio import dump_all_fast
+from krmfn.yaml.io import dump_all_fast
 
 from .cluster import COUNTED_LOG, HOSTILE_CONTAINER, HOSTILE_LOG, PREVIOUS_LOG, QUIET_CONTAINER
 from .runner_fixtures import Apply, Doc, job

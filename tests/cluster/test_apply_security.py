@@ -23,7 +23,7 @@ from lightkube.resources.core_v1 import Namespace, ServiceAccount
 from krmfn.runner.api import Resource
 from krmfn.runner.cli import main
 from krmfn.runner.kube import connect
-from krmfn.yamlio import dump_all_fast
+from krmfn.yaml.io import dump_all_fast
 
 from .cluster import wait_until
 from .objects import exists, meta, pod_spec

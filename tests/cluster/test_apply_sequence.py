@@ -15,7 +15,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Pod
 
-from krmfn.yamlio import dump_all_fast
+from krmfn.yaml.io import dump_all_fast
 
 from .objects import created, exists, meta, name_of, present, status_of
 from .runner_fixtures import Apply, deployment, final_wait, job

@@ -22,7 +22,7 @@ from krmfn.cli import main as krmfn_main
 from krmfn.runner.applyset import ID_LABEL, TOOLING, applyset_id
 from krmfn.runner.lock import LOCK
 from krmfn.runner.runs import LAST_PLAN, MAX_RUNS, RUNS
-from krmfn.yamlio import dump_all_fast
+from krmfn.yaml.io import dump_all_fast
 
 from .objects import meta
 from .runner_fixtures import Apply, Spawn, configmap, deployment, final_wait, inventory_problems, job

@@ -28,7 +28,7 @@ from lightkube.resources.rbac_authorization_v1 import ClusterRole
 
 from krmfn.export import main as export
 from krmfn.export import resourceset
-from krmfn.yamlio import dump_all_fast
+from krmfn.yaml.io import dump_all_fast
 
 from .cluster import Cluster, ClusterError, build_flux_operator, wait_until
 from .engines import (

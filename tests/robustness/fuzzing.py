@@ -19,7 +19,7 @@ from krmfn.function import Function
 from krmfn.registry import CANONICAL_ORDER, load
 from krmfn.resourcelist import choose_mode
 from krmfn.results import Results
-from krmfn.yamlio import dump_fast
+from krmfn.yaml.io import dump_fast
 from robustness.harness import Hang, output_problems, time_bound
 
 TIME_BOUND = 2.0
@@ -146,7 +146,7 @@ def seed_items() -> list[dict[str, Any]]:
 
 def seed_config(function: Function[Any]) -> Any:
     """The function's documented example config (every field exercised), for the function's own seeds."""
-    from krmfn.yamlio import load_all_fast
+    from krmfn.yaml.io import load_all_fast
 
     if not function.example:
         return None
@@ -334,7 +334,7 @@ def structural(rnd: random.Random, data: bytes) -> bytes:
     """Replace one node of the parsed document with a value of another type: what type confusion in a
     function looks like (``metadata: []``, ``containers: {}``, ``image: 5``, annotations with int keys)."""
     from krmfn.limits import Limits
-    from krmfn.yamlio import load as yaml_load
+    from krmfn.yaml.io import load as yaml_load
 
     try:
         doc = yaml_load(data.decode(), "fast", Limits())

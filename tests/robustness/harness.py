@@ -17,7 +17,7 @@ from typing import Any
 from krmfn.kobj import is_kustomization
 from krmfn.limits import Limits
 from krmfn.resourcelist import item_problem, parse
-from krmfn.yamlio import Mode, load, plain
+from krmfn.yaml.io import Mode, load, plain
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from krmfn.limits import Limits
-from krmfn.yamlio import dump_fast, load
+from krmfn.yaml.io import dump_fast, load
 from robustness.harness import ONE_GIB, run_cli
 
 
@@ -149,13 +149,13 @@ KNOWN = [
     ),
     Known(
         "SDK: a recursive alias is null on the fidelity path, an error on the fast path",
-        "krmfn/yamlrt.py (ruamel), pinned by tests/test_sdk_yamlio.py",
+        "krmfn/yaml/rt.py (ruamel), pinned by tests/test_sdk_yamlio.py",
         "extra: &a [x, *a]  # fidelity: exit 0, written back as [x, null]; fast: exit 1",
         _recursive_alias_fidelity,
     ),
     Known(
         "SDK: the fast path refuses custom tags the fidelity path keeps",
-        "krmfn/yamlio.py _StrictConstructor vs ruamel round-trip",
+        "krmfn/yaml/io.py _StrictConstructor vs ruamel round-trip",
         "data: {k: !custom v}  # fast: could not determine a constructor; fidelity: exit 0",
         _custom_tags,
     ),

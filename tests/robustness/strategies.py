@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString, SingleQuotedScalarString
 
-from krmfn.yamlio import dump
+from krmfn.yaml.io import dump
 
 Obj = dict[str, Any]
 

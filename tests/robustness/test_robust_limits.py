@@ -10,7 +10,7 @@ import pytest
 
 from krmfn.limits import Limits
 from krmfn.registry import CANONICAL_ORDER, load
-from krmfn.yamlio import Mode
+from krmfn.yaml.io import Mode
 from robustness.harness import ONE_GIB, output_problems, run_cli, run_cli_many
 
 HEAD = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"

@@ -10,7 +10,7 @@ import pytest
 
 from krmfn.errors import DuplicateKeyError, LimitExceededError, YAMLSyntaxError
 from krmfn.limits import Limits
-from krmfn.yamlio import Mode, dump, load, plain
+from krmfn.yaml.io import Mode, dump, load, plain
 from robustness.fuzzing import PARSER
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from krmfn.limits import Limits
 from krmfn.registry import CANONICAL_ORDER, load
-from krmfn.yamlio import dump_fast
-from krmfn.yamlio import load as load_yaml
+from krmfn.yaml.io import dump_fast
+from krmfn.yaml.io import load as load_yaml
 from robustness.harness import output_problems, run_cli_many
 
 PLAIN = "CANARYplain7f3a9c"

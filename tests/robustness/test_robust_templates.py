@@ -11,7 +11,7 @@ import pytest
 
 from krmfn.functions.render_inputs import FUNCTION
 from krmfn.limits import Limits
-from krmfn.yamlio import dump_fast, load
+from krmfn.yaml.io import dump_fast, load
 from robustness.harness import ONE_GIB, output_problems, run_cli, time_bound
 
 ENV_NAME = "KRMFN_TEST_CANARY"

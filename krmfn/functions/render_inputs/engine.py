@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-from krmfn.yamlfast import INT_MAX, INT_MIN
+from krmfn.yaml.fast import INT_MAX, INT_MIN
 
 MAX_STRING = 256 * 1024
 """The largest value an expression may build or read, in characters of its text (JSON for collections,

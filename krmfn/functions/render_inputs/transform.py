@@ -9,7 +9,7 @@ from krmfn import ResourceList
 from krmfn.functions.render_inputs import engine
 from krmfn.functions.render_inputs.config import STRING_VALUES, RenderInputsConfig
 from krmfn.kobj import Obj, is_local_config, set_scalar, walk_strings
-from krmfn.yamlio import plain
+from krmfn.yaml.io import plain
 
 
 def collect_inputs(rl: ResourceList, config: RenderInputsConfig) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from krmfn.kobj import Obj, ref_of
-from krmfn.yamlio import plain
+from krmfn.yaml.io import plain
 
 PREFIX = "sha256:"
 

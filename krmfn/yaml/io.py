@@ -21,9 +21,9 @@ from typing import Any, Literal
 import yaml
 from yaml.cyaml import CEmitter, CParser  # type: ignore[attr-defined]
 
-from krmfn import yamlfast
 from krmfn.errors import DuplicateKeyError, LimitExceededError, YAMLSyntaxError
 from krmfn.limits import Limits
+from krmfn.yaml import fast as yamlfast
 
 Mode = Literal["fast", "fidelity"]
 
@@ -228,7 +228,7 @@ def _load_fast(text: str) -> Any:
 def _load_fidelity(text: str, every_document: bool = False) -> Any:
     from ruamel.yaml.constructor import DuplicateKeyError as RuamelDuplicateKeyError
 
-    from krmfn import yamlrt
+    from krmfn.yaml import rt as yamlrt
 
     try:
         # ruamel warns on stderr, quoting input lines (a Secret's, say), e.g. for a re-used anchor, which
@@ -251,7 +251,7 @@ def describe_yaml_error(err: Exception) -> str:
 
 def dump(doc: Any, mode: Mode) -> str:
     if mode == "fidelity":
-        from krmfn import yamlrt
+        from krmfn.yaml import rt as yamlrt
 
         return yamlrt.dump(doc)
     return dump_fast(doc)

@@ -1,4 +1,4 @@
-"""One pass over libyaml's events: the documents as plain objects (exactly as ``krmfn.yamlfast`` builds
+"""One pass over libyaml's events: the documents as plain objects (exactly as ``krmfn.yaml.fast`` builds
 them) plus a flat map of where every node sits in the text, so a writer can later splice edits into
 the original text instead of re-emitting it.
 
@@ -30,7 +30,7 @@ from yaml.events import (
     SequenceStartEvent,
 )
 
-from krmfn import yamlfast
+from krmfn.yaml import fast as yamlfast
 
 # kind codes (one byte each)
 PLAIN, SINGLE, DOUBLE, LITERAL, FOLDED = b"p'\"|>"

@@ -21,9 +21,9 @@ from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.scalarfloat import ScalarFloat
 from ruamel.yaml.scalarstring import PlainScalarString
 
-from krmfn import yamlfast
 from krmfn.errors import DuplicateKeyError
-from krmfn.yamlfast import needs_quotes
+from krmfn.yaml import fast as yamlfast
+from krmfn.yaml.fast import needs_quotes
 
 _INT_TAG = "tag:yaml.org,2002:int"
 _GO_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")

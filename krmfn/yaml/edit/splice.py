@@ -1,6 +1,6 @@
 """Edits to one document's text that turn what was read into what a function left.
 
-The diff walks the new value beside the node map of the original (``krmfn.yamledit.tree``): an unchanged
+The diff walks the new value beside the node map of the original (``krmfn.yaml.edit.tree``): an unchanged
 scalar costs one comparison and no edit; a changed scalar replaces exactly its own text (anchor kept,
 quote style kept where the new value allows it); an added key or list item is inserted on lines of its
 own at its siblings' indentation; a removed one takes its lines with it. Whatever cannot be placed
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from krmfn.yamledit import scalars
-from krmfn.yamledit.scalars import Unwritable
-from krmfn.yamledit.tree import (
+from krmfn.yaml.edit import scalars
+from krmfn.yaml.edit.scalars import Unwritable
+from krmfn.yaml.edit.tree import (
     ALIAS,
     BLOCK_MAP,
     BLOCK_SEQ,
@@ -509,7 +509,7 @@ class Splicer:
     def edit(self, start: int, end: int, text: str, simple: bool = False) -> None:
         """Replace ``start..end`` with ``text``. ``simple``: a scalar's text replaced by a one-line
         scalar, which ``scalars.scalar`` guarantees reads back as its value; other edits are checked
-        by reading the result back (see ``krmfn.yamledit.Writer``)."""
+        by reading the result back (see ``krmfn.yaml.edit.Writer``)."""
         if not simple:
             self.complex.add(self.unit)
         if "\n" in text and end > start:

@@ -4,7 +4,7 @@ PyYAML's own loader composes a node graph and walks it with generators, and its 
 serializes through two more layers; for a 3,000-item ResourceList that was 1.6 s of a 1.8 s load and
 most of a 0.9 s dump, while libyaml itself needs 0.13 s. One tight loop per direction does the same
 work in a fraction of the time. Semantics are PyYAML SafeLoader/SafeDumper's with the YAML 1.2 core
-schema described in ``krmfn.yamlio``; tests/test_sdk_fastpath.py holds them equal to PyYAML's.
+schema described in ``krmfn.yaml.io``; tests/test_sdk_fastpath.py holds them equal to PyYAML's.
 """
 
 from __future__ import annotations

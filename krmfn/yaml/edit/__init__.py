@@ -3,7 +3,7 @@
 ``load`` parses a stream exactly as the fast path does (same objects, same refusals, same messages) and
 keeps the text and a map of where every node sits. ``Writer.document`` turns a document's new value
 into text: the original document, byte for byte, when nothing changed; otherwise the original with
-each change spliced in (see ``krmfn.yamledit.splice``). A document the splicer cannot edit faithfully
+each change spliced in (see ``krmfn.yaml.edit.splice``). A document the splicer cannot edit faithfully
 (it never guesses) is written whole by the fast dumper. Every edited document is read back and
 compared with the value it must hold before it is returned; a mismatch also falls back to the fast
 dumper, so the writer can lose style but never meaning.
@@ -14,13 +14,13 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from krmfn import yamlfast
 from krmfn.errors import DuplicateKeyError, LimitExceededError, YAMLSyntaxError
 from krmfn.limits import Limits
-from krmfn.yamledit import splice, tree
-from krmfn.yamledit.scalars import Unwritable, needs_quotes
-from krmfn.yamledit.tree import Document, Source, parse
-from krmfn.yamlio import (
+from krmfn.yaml import fast as yamlfast
+from krmfn.yaml.edit import splice, tree
+from krmfn.yaml.edit.scalars import Unwritable, needs_quotes
+from krmfn.yaml.edit.tree import Document, Source, parse
+from krmfn.yaml.io import (
     aliases_possible,
     check_expanded,
     check_size,

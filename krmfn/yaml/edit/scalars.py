@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any
 
-from krmfn import yamlfast
+from krmfn.yaml import fast as yamlfast
 
 # YAML 1.1's implicit types (yaml.org/type), including what PyYAML leaves out (y, n) and go-yaml v2 reads.
 _YAML11 = re.compile(
