@@ -191,8 +191,9 @@ def _external(command: str, changed: list[Change]) -> int | None:
         sys.stdout.flush()
         try:
             code = subprocess.run([*argv, str(live), str(merged)], check=False).returncode
-        except OSError as err:
-            _fail(f"{EXTERNAL}: cannot run {argv[0] if argv else command!r}: {err.strerror}")
+        except (OSError, subprocess.SubprocessError) as err:  # SubprocessError: the child died before exec
+            reason = getattr(err, "strerror", None) or type(err).__name__
+            _fail(f"{EXTERNAL}: cannot run {argv[0] if argv else command!r}: {reason}")
             return EXIT_ERROR
     if code > 1 or code < 0:
         _fail(f"{EXTERNAL}: {argv[0]!r} failed with exit status {code}")

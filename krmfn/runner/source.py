@@ -49,8 +49,10 @@ def kustomize_build(directory: str, *, alpha_plugins: bool = False, enable_exec:
             text=True,
             check=False,
         )
-    except OSError as err:
-        raise SourceError(f"cannot run {binary}: {err}") from None
+    except (OSError, subprocess.SubprocessError) as err:  # SubprocessError: the child died before exec
+        raise SourceError(
+            f"cannot run {binary}: {getattr(err, 'strerror', None) or err or type(err).__name__}"
+        ) from None
     if proc.returncode != 0:
         tail = " / ".join(proc.stderr.strip().splitlines()[-5:])
         if not alpha_plugins and "plugins disabled" in tail:
