@@ -12,6 +12,7 @@ both kinds of reader.
 from __future__ import annotations
 
 import base64
+import contextlib
 import re
 import warnings
 from collections.abc import Iterator
@@ -144,6 +145,23 @@ def load(text: str, mode: Mode, limits: Limits) -> Any:
     return _parse(text, mode, limits, single=True)[0]
 
 
+@contextlib.contextmanager
+def parse_errors(text: str, limits: Limits) -> Iterator[None]:
+    """What a parser raises, as the errors krmfn reports: its own limit and duplicate-key errors as they
+    are, deep recursion as the depth limit, anything else (libyaml and the constructors raise many
+    types) as one YAMLSyntaxError. Every reader of YAML text parses inside it."""
+    try:
+        yield
+    except (DuplicateKeyError, LimitExceededError):
+        raise
+    except RecursionError:
+        raise LimitExceededError(
+            f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)"
+        ) from None
+    except Exception as err:
+        raise YAMLSyntaxError(not_utf8(text) or describe_yaml_error(err)) from None
+
+
 def load_documents(text: str, limits: Limits) -> list[Any]:
     """Parse every document of a stream on the fast path, each checked as ``load`` checks one."""
     return _parse(text, "fast", limits, single=False)
@@ -151,20 +169,12 @@ def load_documents(text: str, limits: Limits) -> list[Any]:
 
 def _parse(text: str, mode: Mode, limits: Limits, single: bool) -> list[Any]:
     check_size(text, limits, mode)
-    try:
+    with parse_errors(text, limits):
         if mode == "fast":
             docs = [_load_fast(text)] if single else list(yamlfast.load_all(text))
         else:
             _check_flow_depth(text, limits)
             docs = [_load_fidelity(text)] if single else _load_fidelity(text, every_document=True)
-    except (DuplicateKeyError, LimitExceededError):
-        raise
-    except RecursionError:
-        raise LimitExceededError(
-            f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)"
-        ) from None
-    except Exception as err:  # both parsers raise many error types; all mean the same to a user
-        raise YAMLSyntaxError(not_utf8(text) or describe_yaml_error(err)) from None
     aliases = aliases_possible(text)
     try:
         for doc in docs:

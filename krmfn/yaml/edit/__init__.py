@@ -14,7 +14,6 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from krmfn.errors import DuplicateKeyError, LimitExceededError, YAMLSyntaxError
 from krmfn.limits import Limits
 from krmfn.yaml import fast as yamlfast
 from krmfn.yaml.edit import splice, tree
@@ -24,9 +23,8 @@ from krmfn.yaml.io import (
     aliases_possible,
     check_expanded,
     check_size,
-    describe_yaml_error,
     dump_fast,
-    not_utf8,
+    parse_errors,
 )
 
 __all__ = ["Document", "Source", "Writer", "load", "needs_quotes"]
@@ -35,16 +33,8 @@ __all__ = ["Document", "Source", "Writer", "load", "needs_quotes"]
 def load(text: str, limits: Limits) -> Source:
     """Every document of ``text`` with its node map; refuses what ``yamlio.load_documents`` refuses."""
     check_size(text, limits)
-    try:
+    with parse_errors(text, limits):
         source = parse(text)
-    except (DuplicateKeyError, LimitExceededError):
-        raise
-    except RecursionError:
-        raise LimitExceededError(
-            f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)"
-        ) from None
-    except Exception as err:  # libyaml and the constructor raise many types; all mean "not valid YAML"
-        raise YAMLSyntaxError(not_utf8(text) or describe_yaml_error(err)) from None
     aliases = aliases_possible(text)
     for doc in source.documents:
         check_expanded(doc.value, limits, aliases)
