@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from krmfn.runner.status import health
 
@@ -316,3 +318,72 @@ def test_health(obj: dict[str, Any] | None, state: str, message: str) -> None:
     assert result.state == state
     assert message in result.message
     assert result.done is (state in ("current", "failed"))
+
+
+# --- hostile field types --------------------------------------------------------------------------------
+# A custom resource's status is whatever its controller (or anyone with write access) stored: the API
+# server checks types only where a schema says so. The waiter and `krmfn status` judge every member, so a
+# wrong type anywhere must read as absent (or as what the value says), never raise.
+
+junk = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+FIELDS = {
+    "metadata": ("generation", "deletionTimestamp"),
+    "spec": ("replicas", "paused", "suspend", "updateStrategy"),
+    "status": (
+        "observedGeneration", "conditions", "replicas", "updatedReplicas", "availableReplicas",
+        "readyReplicas", "succeeded", "active", "failed", "failedIndexes", "phase", "reason",
+        "desiredNumberScheduled", "updatedNumberScheduled", "numberAvailable", "updateRevision",
+    ),
+}  # fmt: skip
+KINDS = [
+    ("batch/v1", "Job"), ("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "DaemonSet"),
+    ("apps/v1", "ReplicaSet"), ("v1", "Pod"), ("v1", "PersistentVolumeClaim"), ("v1", "Namespace"),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"), ("example.com/v1", "Widget"),
+]  # fmt: skip
+
+
+def _hostile_object(draw: st.DrawFn) -> dict[str, Any]:
+    api_version, kind = draw(st.sampled_from(KINDS))
+    obj: dict[str, Any] = {"apiVersion": api_version, "kind": kind}
+    for name, keys in FIELDS.items():
+        if draw(st.booleans()):
+            obj[name] = draw(junk)  # the whole field of a wrong type
+        else:
+            obj[name] = {key: draw(junk) for key in keys if draw(st.booleans())}
+            if name == "spec" and draw(st.booleans()):
+                obj[name]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": draw(junk)}
+            if name == "status" and draw(st.booleans()):
+                obj[name]["conditions"] = [
+                    {"type": draw(st.sampled_from(["Ready", "Stalled", "Failed", "Complete", "Established",
+                                                   "Progressing", "NamesAccepted"])),
+                     "status": draw(junk), "reason": draw(junk), "message": draw(junk)}
+                    for _ in range(draw(st.integers(0, 2)))
+                ]  # fmt: skip
+    return obj
+
+
+@settings(max_examples=400, deadline=None)
+@given(obj=st.composite(_hostile_object)())
+def test_any_field_type_gives_a_health_never_an_exception(obj: dict[str, Any]) -> None:
+    found = health(obj)
+    assert found.state in ("current", "in-progress", "failed", "not-found")
+    assert isinstance(found.message, str)
+
+
+@pytest.mark.parametrize(
+    ("kind", "status"),
+    [
+        pytest.param("Widget", {"observedGeneration": "x"}, id="generation-text"),
+        pytest.param("Widget", {"observedGeneration": {}}, id="generation-mapping"),
+        pytest.param("Deployment", {"observedGeneration": 2, "replicas": "3"}, id="replicas-text"),
+    ],
+)
+def test_a_wrong_type_reads_as_absent(kind: str, status: dict[str, Any]) -> None:
+    group = "example.com/v1" if kind == "Widget" else "apps/v1"
+    obj = {"apiVersion": group, "kind": kind, "metadata": {"generation": 2}, "spec": {"replicas": "3"},
+           "status": status}  # fmt: skip
+    assert health(obj).state in ("current", "in-progress")

@@ -27,8 +27,7 @@ def health(obj: dict[str, Any] | None) -> Health:
     """The health of ``obj`` (None: the object does not exist)."""
     if obj is None:
         return Health("not-found", "not found")
-    meta = obj.get("metadata") or {}
-    if meta.get("deletionTimestamp"):
+    if _field(obj, "metadata").get("deletionTimestamp"):
         return Health("in-progress", "being deleted")
     kind = obj.get("kind")
     group = str(obj.get("apiVersion", "")).rpartition("/")[0]
@@ -38,9 +37,15 @@ def health(obj: dict[str, Any] | None) -> Health:
     return _generic(obj)
 
 
+def _field(obj: dict[str, Any], name: str) -> dict[str, Any]:
+    """``obj[name]`` when it is a mapping, else empty: a custom resource's fields have whatever types its
+    controller (or anyone) wrote, and a wrong type must read as absent, not raise."""
+    value = obj.get(name)
+    return value if isinstance(value, dict) else {}
+
+
 def _status(obj: dict[str, Any]) -> dict[str, Any]:
-    status = obj.get("status")
-    return status if isinstance(status, dict) else {}
+    return _field(obj, "status")
 
 
 def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -60,14 +65,20 @@ def _reason(cond: dict[str, Any]) -> str:
 
 
 def _generation_observed(obj: dict[str, Any]) -> bool:
-    generation = (obj.get("metadata") or {}).get("generation")
-    observed = _status(obj).get("observedGeneration")
-    return generation is None or observed is None or int(observed) >= int(generation)
+    generation = _int_or_none(_field(obj, "metadata"), "generation")
+    observed = _int_or_none(_status(obj), "observedGeneration")
+    return generation is None or observed is None or observed >= generation
 
 
-def _int(status: dict[str, Any], key: str) -> int:
-    value = status.get(key)
-    return int(value) if isinstance(value, int) else 0
+def _int_or_none(mapping: dict[str, Any], key: str) -> int | None:
+    """``mapping[key]`` when it is an integer (not a bool), else None."""
+    value = mapping.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _int(mapping: dict[str, Any], key: str, default: int = 0) -> int:
+    found = _int_or_none(mapping, key)
+    return default if found is None else found
 
 
 def _job(obj: dict[str, Any]) -> Health:
@@ -86,7 +97,7 @@ def _job(obj: dict[str, Any]) -> Health:
         return Health("current", f"complete ({succeeded} succeeded)")
     if _is_true(conds.get("SuccessCriteriaMet")):
         return Health("current", f"success criteria met ({succeeded} succeeded); remaining pods stopping")
-    if _is_true(conds.get("Suspended")) or (obj.get("spec") or {}).get("suspend") is True:
+    if _is_true(conds.get("Suspended")) or _field(obj, "spec").get("suspend") is True:
         return Health("in-progress", "suspended: waiting for it to be resumed (spec.suspend: false)")
     # Only the counts there are: a Job the controller has not looked at yet has none, and "0 active,
     # 0 succeeded, 0 failed" would read as if it had run and done nothing.
@@ -100,13 +111,13 @@ def _job(obj: dict[str, Any]) -> Health:
 def _deployment(obj: dict[str, Any]) -> Health:
     if not _generation_observed(obj) or "observedGeneration" not in _status(obj):
         return Health("in-progress", "waiting for the deployment spec update to be observed")
-    status, spec = _status(obj), obj.get("spec") or {}
+    status, spec = _status(obj), _field(obj, "spec")
     progressing = _conditions(obj).get("Progressing")
     if progressing is not None and progressing.get("reason") == "ProgressDeadlineExceeded":
         return Health("failed", _reason(progressing))
     if spec.get("paused") is True:
         return Health("current", "paused")
-    replicas = spec.get("replicas", 1)
+    replicas = _int(spec, "replicas", 1)
     updated, total = _int(status, "updatedReplicas"), _int(status, "replicas")
     available = _int(status, "availableReplicas")
     if updated < replicas:
@@ -119,18 +130,18 @@ def _deployment(obj: dict[str, Any]) -> Health:
 
 
 def _statefulset(obj: dict[str, Any]) -> Health:
-    spec, status = obj.get("spec") or {}, _status(obj)
-    strategy = spec.get("updateStrategy") or {}
+    spec, status = _field(obj, "spec"), _status(obj)
+    strategy = _field(spec, "updateStrategy")
     if strategy.get("type", "RollingUpdate") != "RollingUpdate":
         return Health("current", f"update strategy {strategy.get('type')}: rollout not tracked")
     if "observedGeneration" not in status or not _generation_observed(obj):
         return Health("in-progress", "waiting for the statefulset spec update to be observed")
-    replicas = spec.get("replicas", 1)
+    replicas = _int(spec, "replicas", 1)
     ready = _int(status, "readyReplicas")
     if ready < replicas:
         return Health("in-progress", f"{ready} of {replicas} pods ready")
-    partition = (strategy.get("rollingUpdate") or {}).get("partition")
-    if isinstance(partition, int) and partition > 0:
+    partition = _int(_field(strategy, "rollingUpdate"), "partition")
+    if partition > 0:
         updated = _int(status, "updatedReplicas")
         if updated < replicas - partition:
             return Health("in-progress", f"{updated} of {replicas - partition} partitioned pods updated")
@@ -141,8 +152,8 @@ def _statefulset(obj: dict[str, Any]) -> Health:
 
 
 def _daemonset(obj: dict[str, Any]) -> Health:
-    spec, status = obj.get("spec") or {}, _status(obj)
-    strategy = spec.get("updateStrategy") or {}
+    spec, status = _field(obj, "spec"), _status(obj)
+    strategy = _field(spec, "updateStrategy")
     if strategy.get("type", "RollingUpdate") != "RollingUpdate":
         return Health("current", f"update strategy {strategy.get('type')}: rollout not tracked")
     if "observedGeneration" not in status or not _generation_observed(obj):
@@ -159,7 +170,7 @@ def _daemonset(obj: dict[str, Any]) -> Health:
 def _replicaset(obj: dict[str, Any]) -> Health:
     if not _generation_observed(obj):
         return Health("in-progress", "waiting for the spec update to be observed")
-    replicas = (obj.get("spec") or {}).get("replicas", 1)
+    replicas = _int(_field(obj, "spec"), "replicas", 1)
     available = _int(_status(obj), "availableReplicas")
     if available < replicas:
         return Health("in-progress", f"{available} of {replicas} replicas available")
