@@ -44,3 +44,9 @@ def safe_line(text: str) -> str:
         _escape(char) if unicodedata.category(char) in _UNSAFE_CATEGORIES else char for char in text
     )
     return _COMMAND_MARKS.sub(lambda m: m.group()[0] + _escape(m.group()[1]), out)
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` at most ``limit`` characters, ``...`` ending one that was longer: for a text from the
+    cluster shown in a line (a record, a holder), whose length nothing else bounds."""
+    return text if len(text) <= limit else text[: max(limit - 3, 0)] + "..."

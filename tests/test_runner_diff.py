@@ -142,7 +142,7 @@ def test_a_run_record_is_bounded() -> None:
 
 
 junk = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=20,
 )
@@ -157,7 +157,7 @@ def test_any_json_in_the_runs_annotation_parses_to_records_or_nothing(data: obje
             assert isinstance(record.run, str) and record.result in ("running", "succeeded", "failed",
                                                                      "timeout", "interrupted")  # fmt: skip
             assert all(isinstance(s.seconds, float) for s in record.steps)
-            json.dumps(record.data())
+            json.dumps(record.data(), allow_nan=False)  # -o json stays JSON
     assert parse_runs("not json") == [] and parse_runs("{}") == []
 
 

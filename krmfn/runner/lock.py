@@ -30,6 +30,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from krmfn.terminal import cut
+
 LOCK = "krmfn.dev/lock"
 LEASE = 60.0
 RENEW = LEASE / 4
@@ -114,13 +116,14 @@ class Lease:
 
     @classmethod
     def parse(cls, text: str) -> Lease | None:
-        """The lease in an annotation value; None when it is not one (nothing to respect)."""
+        """The lease in an annotation value; None when it is not one (nothing to respect). The holder
+        and the run are cut as runs.py cuts a record's texts: they are shown, and anyone may write them."""
         try:
             data = json.loads(text)
-            return cls(str(data["holder"]), str(data["run"]), _parse_time(data["since"]),
+            return cls(cut(str(data["holder"]), 253), cut(str(data["run"]), 64), _parse_time(data["since"]),
                        _parse_time(data["expires"]), str(data.get("start", "")),
                        str(data.get("boot", "")), str(data.get("pidns", "")))  # fmt: skip
-        except (ValueError, TypeError, KeyError):
+        except (ValueError, TypeError, KeyError, RecursionError):  # Recursion: JSON nested thousands deep
             return None
 
     def expired(self, now: datetime) -> bool:

@@ -11,7 +11,9 @@ counted, not listed; an error message is cut), and the plan's names only while t
 parent's annotations stay under the 256 KiB the API server allows.
 
 The annotations are read from the cluster, so they are hostile: a value that does not parse is ignored
-(an edited or truncated record hides a run, it never breaks apply or status).
+(an edited or truncated record hides a run, it never breaks apply or status), and a record read back is
+held to the bounds a written one keeps (texts cut, finite non-negative numbers, at most ``MAX_STEPS``
+steps), so ``krmfn status`` shows it in a few short lines and ``-o json`` stays JSON.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import os
+import re
 import time
 import zlib
 from collections.abc import Callable
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from krmfn.errors import RunnerError
 from krmfn.runner.errors import Interrupted, RunTimeout, StepTimeout
 from krmfn.runner.events import Event, StepDone
+from krmfn.terminal import cut
 
 if TYPE_CHECKING:
     from krmfn.runner.applyset import Parent
@@ -40,6 +45,12 @@ MAX_RUNS = 10
 MAX_RUN_BYTES = 2048
 MAX_ERROR = 400
 MAX_PLAN_BYTES = 16 * 1024
+MAX_NAME = 253
+"""Characters of a step name (a failed step's too), as a Kubernetes name."""
+MAX_WORD = 64
+"""Characters of the short fields: the run's id, its times, a step's result."""
+MAX_STEPS = 200
+"""Steps of one record read back (a written one holds fewer: ``MAX_RUN_BYTES``); the rest are counted."""
 RESULTS = ("running", "succeeded", "failed", "timeout", "interrupted")
 _TIME = "%Y-%m-%dT%H:%M:%SZ"
 
@@ -99,10 +110,10 @@ class RunRecord:
     def bounded(self) -> dict[str, Any]:
         """``data()`` within ``MAX_RUN_BYTES``: an error cut to ``MAX_ERROR`` characters, then the last
         steps left out (counted) until it fits."""
-        if self.error is not None and len(self.error) > MAX_ERROR:
-            self.error = self.error[: MAX_ERROR - 3] + "..."
-        if self.failed_step is not None and len(self.failed_step) > 253:
-            self.failed_step = self.failed_step[:250] + "..."
+        if self.error is not None:
+            self.error = cut(self.error, MAX_ERROR)
+        if self.failed_step is not None:
+            self.failed_step = cut(self.failed_step, MAX_NAME)
         data = self.data()
         while len(json.dumps(data, separators=(",", ":"))) > MAX_RUN_BYTES and data["steps"]:
             data["steps"].pop()
@@ -111,41 +122,55 @@ class RunRecord:
 
     @classmethod
     def from_data(cls, data: Any) -> RunRecord | None:
+        """The record in ``data`` (one entry of the annotation), within the bounds a written one keeps;
+        None when it is not a record."""
         if not isinstance(data, dict):
             return None
         run, start, result = data.get("run"), data.get("start"), data.get("result")
         if not (isinstance(run, str) and isinstance(start, str) and result in RESULTS):
             return None
-        record = cls(run, start, result=str(result))
+        record = cls(cut(run, MAX_WORD), cut(start, MAX_WORD), result=str(result))
         end, failed, error = data.get("end"), data.get("failedStep"), data.get("error")
-        record.end = end if isinstance(end, str) else None
-        record.failed_step = failed if isinstance(failed, str) else None
-        record.error = error if isinstance(error, str) else None
+        record.end = cut(end, MAX_WORD) if isinstance(end, str) else None
+        record.failed_step = cut(failed, MAX_NAME) if isinstance(failed, str) else None
+        record.error = cut(error, MAX_ERROR) if isinstance(error, str) else None
         steps = data.get("steps")
-        for step in steps if isinstance(steps, list) else []:
-            if _is_step(step):
-                record.steps.append(StepRecord(step[0], float(step[1]), step[2]))
-        elapsed = data.get("elapsed")
-        if isinstance(elapsed, int | float) and not isinstance(elapsed, bool) and elapsed >= 0:
-            record.elapsed = float(elapsed)
+        found = [s for s in (_step(step) for step in (steps if isinstance(steps, list) else [])) if s]
+        record.steps = found[:MAX_STEPS]
+        record.elapsed = _seconds(data.get("elapsed"))
         left = data.get("stepsLeftOut")
-        record.steps_left_out = left if isinstance(left, int) and not isinstance(left, bool) else 0
+        left = left if isinstance(left, int) and not isinstance(left, bool) and 0 <= left < 1 << 31 else 0
+        record.steps_left_out = left + len(found) - len(record.steps)
         return record
 
 
-def _is_step(step: Any) -> bool:
+def _seconds(value: Any) -> float | None:
+    """A duration as JSON gave it: a finite, non-negative number (JSON parses ``1e999`` to infinity and
+    Python's reader takes ``NaN``, neither of which ``-o json`` could write back as JSON)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:  # an integer beyond a float's range
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _step(step: Any) -> StepRecord | None:
     """``[name, seconds, result]``."""
-    return (
-        isinstance(step, list) and len(step) == 3 and isinstance(step[0], str) and isinstance(step[2], str)
-        and isinstance(step[1], int | float) and not isinstance(step[1], bool)
-    )  # fmt: skip
+    if not (isinstance(step, list) and len(step) == 3 and isinstance(step[0], str)):
+        return None
+    seconds = _seconds(step[1])
+    if seconds is None or not isinstance(step[2], str):
+        return None
+    return StepRecord(cut(step[0], MAX_NAME), seconds, cut(step[2], MAX_WORD))
 
 
 def parse_runs(text: str) -> list[RunRecord]:
     """The runs recorded in ``text`` (the annotation), oldest first; what does not parse is left out."""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
         return []
     if not isinstance(data, list):
         return []
@@ -166,7 +191,9 @@ def encode_plan(objects: list[str]) -> str:
 def decode_plan(text: str) -> tuple[int, set[str] | None]:
     """The count and the names of the last plan's objects (None when not recorded or unreadable)."""
     count_text, _, packed = text.partition(":")
-    count = int(count_text) if count_text.isdigit() else 0
+    # ASCII digits only, and few: isdigit() also takes "²", which int() refuses, and int() refuses
+    # more than 4300 digits.
+    count = int(count_text) if re.fullmatch("[0-9]{1,9}", count_text) else 0
     if not packed or len(packed) > MAX_PLAN_BYTES:
         return count, None
     try:
