@@ -8,15 +8,35 @@ tests/test_terminal.py checks the escape itself (``safe_line``) and the event pr
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import errno
 import io
 import json
+import re
+import tempfile
 import unicodedata
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_kube import FakeApi
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from krmfn.runner import diff_cmd
+from krmfn.runner.diff import (
+    LAST_APPLIED,
+    MASK,
+    NAME_MAX,
+    Change,
+    comparable,
+    file_name,
+    masked,
+    patch_of,
+    unified,
+)
 from krmfn.runner.engine import Options, Runner
 from krmfn.runner.lock import LOCK
 from krmfn.runner.plan import build_plan
@@ -127,3 +147,126 @@ def test_status_reads_a_malformed_last_plan(plan: str) -> None:
     api.annotate("v1", "Secret", "ns", "app", {LAST_PLAN: plan})
     _, data = _status_outputs(api)
     assert data["notInLastPlan"] is None
+
+
+# --- krmfn diff: Secret values ----------------------------------------------------------------------------
+
+# Each value starts with a snowman, so that finding one in the output is a leak, not a field's name.
+secret_values = st.dictionaries(
+    st.sampled_from("abcd"),
+    st.text(alphabet=st.characters(codec="utf-8"), min_size=3, max_size=12).map(lambda v: "\u2603" + v),
+    max_size=4,
+)
+
+
+def _secret_with_annotations(kind: str, field: str, values: dict[str, str], extra: str) -> dict[str, Any]:
+    """A Secret as a client-side ``kubectl apply`` leaves it (the object in last-applied-configuration),
+    with an annotation that quotes one value (a checksum tool, a careless note)."""
+    stored = (
+        {k: base64.b64encode(v.encode()).decode() for k, v in values.items()} if field == "data" else values
+    )
+    obj: dict[str, Any] = {"apiVersion": "v1", "kind": kind, "metadata": {"name": "s"}, field: stored}
+    notes = {LAST_APPLIED: json.dumps(obj), "example.com/note": f"was {extra} before", "keep": "plain"}
+    obj["metadata"] = {"name": "s", "annotations": notes}
+    return obj
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    before=secret_values, after=secret_values, field=st.sampled_from(["data", "stringData"]),
+    kind=st.sampled_from(["Secret", "secret", "SECRET"]), pick=st.integers(0, 3),
+)  # fmt: skip
+def test_no_secret_value_reaches_the_diff(
+    before: dict[str, str], after: dict[str, str], field: str, kind: str, pick: int
+) -> None:
+    values = [*before.values(), *after.values()] or ["none"]
+    extra = values[pick % len(values)]
+    b, a = masked(
+        comparable(_secret_with_annotations(kind, field, before, extra)),
+        comparable(_secret_with_annotations(kind, field, after, extra)),
+    )
+    change = Change(0, "s", "Secret ns/s", "v1.Secret.ns.s", "update", b, a)
+    shown = json.dumps([b, a, patch_of(change)], ensure_ascii=False) + "\n".join(unified(change))
+    for value in {*before.values(), *after.values()}:
+        for form in (value, base64.b64encode(value.encode()).decode(), json.dumps(value)[1:-1]):
+            assert form not in shown, form
+    assert b is not None and b["metadata"]["annotations"]["keep"] == "plain"
+
+
+def test_an_annotation_with_a_value_is_masked_like_the_value() -> None:
+    old = _secret_with_annotations("Secret", "stringData", {"k": "hunter22"}, "hunter22")
+    new = _secret_with_annotations("Secret", "stringData", {"k": "hunter23"}, "hunter23")
+    b, a = masked(old, new)
+    assert b is not None and a is not None
+    assert b["metadata"]["annotations"] == {LAST_APPLIED: f"{MASK} (before)", "example.com/note":
+                                            f"{MASK} (before)", "keep": "plain"}  # fmt: skip
+    assert a["metadata"]["annotations"][LAST_APPLIED] == f"{MASK} (after)"
+    same, _ = masked(old, old)
+    assert same is not None and same["metadata"]["annotations"][LAST_APPLIED] == MASK
+
+
+# --- krmfn diff: the KRMFN_DIFF files ---------------------------------------------------------------------
+
+NAMES = ["../../etc/passwd", "-rf", "--output=/tmp/x", ".hidden", "a/b", "nul\x00", "new\nline", "é☃",
+         "\ud800", "%2F", "x" * 300, "x" * 299 + "y", "a:b", "*", " "]  # fmt: skip
+
+
+def test_diff_file_names_are_safe_short_and_distinct() -> None:
+    names = [file_name("example.com/v1", "Widget", "ns", name) for name in NAMES]
+    names.append(file_name("v1", "ClusterThing", "", "-rf"))
+    assert len(set(names)) == len(names)
+    for name in names:
+        assert re.fullmatch(r"[A-Za-z0-9%._~-]+", name) and name[0] not in ".-", name
+        assert len(name.encode()) <= NAME_MAX
+    assert file_name("apps/v1", "Deployment", "ns", "web") == "apps.v1.Deployment.ns.web"  # kubectl's
+
+
+def _changes(names: list[str]) -> list[Change]:
+    return [
+        Change(
+            0,
+            "s",
+            f"Widget.example.com ns/{n}",
+            file_name("example.com/v1", "Widget", "ns", n),
+            "update",
+            {"spec": {"v": n}},
+            {"spec": {"v": n + "!"}},
+        )
+        for n in names
+    ]
+
+
+def test_the_differ_gets_every_object_in_its_two_directories_and_nothing_else(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    listing = tmp_path / "listing"
+    command = f'sh -c \'ls -A "$0" "$1" > {listing}; exit 1\''  # 1: differences, as diff says
+    assert diff_cmd._external(command, _changes(NAMES)) is None
+    files = [line for line in listing.read_text().splitlines() if line and not line.endswith(":")]
+    assert len(files) == 2 * len(NAMES)
+    assert "stderr" not in capfd.readouterr().err.lower()
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [KeyboardInterrupt(), OSError(errno.ENOSPC, "No space left on device")],
+    ids=["interrupted", "disk-full"],
+)
+def test_the_differs_directory_goes_away_however_it_ends(
+    failure: BaseException, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise failure
+
+    if isinstance(failure, KeyboardInterrupt):
+        monkeypatch.setattr(diff_cmd.subprocess, "run", fail)
+    else:
+        monkeypatch.setattr(diff_cmd, "_write_sides", fail)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = diff_cmd._external("true", _changes(["a"]))
+    assert code == (130 if isinstance(failure, KeyboardInterrupt) else diff_cmd.EXIT_ERROR)
+    assert err.getvalue().count("\n") == 1 and "Traceback" not in err.getvalue()
+    assert list(tmp_path.iterdir()) == []

@@ -1,7 +1,8 @@
 """What ``krmfn diff`` shows for one object: pure functions over plain dicts, no cluster access.
 
     comparable(obj) -> dict | None        the object without what the server writes by itself
-    masked(before, after) -> (b, a)        Secret values replaced by *** (as kubectl diff masks them)
+    masked(before, after) -> (b, a)        Secret values replaced by *** (as kubectl diff masks them), and
+                                           the annotations that hold them (last-applied-configuration)
     unified(change) -> list[str]           the object's change as unified-diff lines (YAML, keys sorted)
     patch_of(change) -> list[dict]         the same change as an RFC 6902 JSON Patch (the jsonpatch library)
 
@@ -12,7 +13,11 @@ diff leaves out managed fields, so a diff shows what an apply would change in wh
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import difflib
+import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,6 +30,15 @@ SERVER_METADATA = (
     "deletionTimestamp", "deletionGracePeriodSeconds",
 )  # fmt: skip
 MASK = "***"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+"""Written by ``kubectl apply`` (client side): the whole object as applied, a Secret's values in clear."""
+MIN_FOUND = 4
+"""Characters a Secret value needs before an annotation that merely contains it is masked (a shorter
+one, such as ``1``, would mask annotations that do not hold it); an annotation equal to a value is
+masked whatever its length."""
+NAME_MAX = 200
+"""Bytes of a ``KRMFN_DIFF`` file name: under the 255 of common file systems, with room for a differ's
+own suffixes (``.orig``, ``~``)."""
 
 
 @dataclass(frozen=True)
@@ -58,30 +72,74 @@ def comparable(obj: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def is_secret(obj: dict[str, Any] | None) -> bool:
-    return obj is not None and obj.get("apiVersion") == "v1" and obj.get("kind") == "Secret"
+    """A core Secret, whatever the case of its kind (a rendered object shown as it is may spell it so)."""
+    return obj is not None and obj.get("apiVersion") == "v1" and str(obj.get("kind", "")).lower() == "secret"
 
 
 def masked(
     before: dict[str, Any] | None, after: dict[str, Any] | None
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """Secret values as ``***``: equal on both sides, or ``*** (before)`` and ``*** (after)`` where
-    they differ, so a diff says which keys change without printing a value (kubectl diff's rule)."""
+    they differ, so a diff says which keys change without printing a value (kubectl diff's rule).
+    An annotation that holds a value is masked the same way: ``last-applied-configuration`` always
+    (it is the object, values and all), any other when it contains one of the Secret's values."""
     if not (is_secret(before) or is_secret(after)):
         return before, after
     b = dict(before) if before is not None else None
     a = dict(after) if after is not None else None
     for field in ("data", "stringData"):
-        old = (before or {}).get(field)
-        new = (after or {}).get(field)
-        old = old if isinstance(old, dict) else {}
-        new = new if isinstance(new, dict) else {}
+        old, new = _mapping(before, field), _mapping(after, field)
         if b is not None and field in b:
-            b[field] = {
-                k: MASK if k not in new or new[k] == v else f"{MASK} (before)" for k, v in old.items()
-            }
+            b[field] = _masked_values(old, new, "before")
         if a is not None and field in a:
-            a[field] = {k: MASK if k not in old or old[k] == v else f"{MASK} (after)" for k, v in new.items()}
+            a[field] = _masked_values(new, old, "after")
+    secrets = _values(before) | _values(after)
+    old_notes, new_notes = _annotations(before, secrets), _annotations(after, secrets)
+    for side, mine, theirs, which in (
+        (b, old_notes, new_notes, "before"),
+        (a, new_notes, old_notes, "after"),
+    ):
+        if side is not None and mine:
+            meta = dict(side["metadata"])
+            meta["annotations"] = {**meta["annotations"], **_masked_values(mine, theirs, which)}
+            side["metadata"] = meta
     return b, a
+
+
+def _mapping(obj: dict[str, Any] | None, field: str) -> dict[Any, Any]:
+    found = (obj or {}).get(field)
+    return found if isinstance(found, dict) else {}
+
+
+def _masked_values(mine: dict[Any, Any], theirs: dict[Any, Any], which: str) -> dict[Any, str]:
+    return {k: MASK if k not in theirs or theirs[k] == v else f"{MASK} ({which})" for k, v in mine.items()}
+
+
+def _values(obj: dict[str, Any] | None) -> set[str]:
+    """The Secret's values as they could appear in an annotation: as stored (base64) and decoded."""
+    found: set[str] = set()
+    for field in ("data", "stringData"):
+        for value in _mapping(obj, field).values():
+            if not isinstance(value, str) or not value:
+                continue
+            found.add(value)
+            if field == "data":
+                with contextlib.suppress(ValueError):  # not base64 (binascii.Error), or not UTF-8
+                    found.add(base64.b64decode(value, validate=True).decode())
+    return {v for v in found if v}
+
+
+def _annotations(obj: dict[str, Any] | None, secrets: set[str]) -> dict[str, Any]:
+    """The annotations of ``obj`` that hold a Secret value (``LAST_APPLIED`` always)."""
+    meta = (obj or {}).get("metadata")
+    notes = meta.get("annotations") if isinstance(meta, dict) else None
+    if not isinstance(notes, dict):
+        return {}
+    return {
+        k: v for k, v in notes.items()
+        if k == LAST_APPLIED or v in secrets
+        or (isinstance(v, str) and any(len(s) >= MIN_FOUND and s in v for s in secrets))
+    }  # fmt: skip
 
 
 def action_of(before: dict[str, Any] | None, after: dict[str, Any] | None) -> Action:
@@ -94,9 +152,13 @@ def action_of(before: dict[str, Any] | None, after: dict[str, Any] | None) -> Ac
 
 def _sorted(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _sorted(value[k]) for k in sorted(value, key=str)}
+        return {_sorted(k): _sorted(value[k]) for k in sorted(value, key=str)}
     if isinstance(value, list):
         return [_sorted(v) for v in value]
+    if isinstance(value, str) and not value.isascii():
+        # A lone surrogate (JSON from the cluster may escape one) cannot be written as YAML: its escape
+        # is shown instead, where the YAML writer would raise.
+        return value.encode("utf-8", "backslashreplace").decode()
     return value
 
 
@@ -128,12 +190,25 @@ def patch_of(change: Change) -> list[dict[str, Any]]:
     return ops
 
 
+_UNSAFE_IN_FILE = re.compile(r"[^A-Za-z0-9._-]|^[.-]")
+
+
 def file_name(api_version: str, kind: str, namespace: str, name: str) -> str:
-    """``<apiVersion>.<Kind>.<namespace>.<name>`` with ``/`` as ``.`` (kubectl diff's file names); the
-    parts are names the plan or the inventory checked, so none is ``..`` or holds a path separator."""
-    parts = (
-        [api_version.replace("/", "."), kind, namespace, name]
-        if namespace
-        else [api_version.replace("/", "."), kind, name]
-    )
-    return ".".join(part.replace("/", "%2F") for part in parts)
+    """``<apiVersion>.<Kind>.<namespace>.<name>`` with ``/`` as ``.`` (kubectl diff's file names), as one
+    safe file name for the ``KRMFN_DIFF`` program: a custom resource's name may hold almost anything
+    (only ``/``, ``%``, ``.`` and ``..`` are refused) and the plan shows an object whose CRD is not
+    installed as rendered, so every character but ``A-Za-z0-9._-`` is written ``%XX`` (a leading ``.`` or
+    ``-`` too: no hidden file, no option), and a name longer than ``NAME_MAX`` bytes is cut and ends
+    with a hash of the whole, so two long names stay two files."""
+    parts = [api_version.replace("/", "."), kind, namespace, name] if namespace else [
+        api_version.replace("/", "."), kind, name
+    ]  # fmt: skip
+    text = _UNSAFE_IN_FILE.sub(_percent, ".".join(parts))
+    if len(text) <= NAME_MAX:
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return f"{text[: NAME_MAX - 17]}~{digest}"
+
+
+def _percent(found: re.Match[str]) -> str:
+    return "".join(f"%{byte:02X}" for byte in found.group().encode("utf-8", "surrogatepass"))

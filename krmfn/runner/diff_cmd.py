@@ -179,15 +179,14 @@ def _external(command: str, changed: list[Change]) -> int | None:
     except ValueError as err:
         _fail(f"{EXTERNAL} cannot be split into a command: {err}")
         return EXIT_ERROR
+    # The directory goes away however this ends: the differ fails, cannot start, or is interrupted.
     with tempfile.TemporaryDirectory(prefix="krmfn-diff-") as tmp:
         live, merged = Path(tmp, "live"), Path(tmp, "merged")
-        live.mkdir()
-        merged.mkdir()
-        for change in changed:
-            if change.before is not None:
-                (live / change.file).write_text(as_yaml(change.before))
-            if change.after is not None:
-                (merged / change.file).write_text(as_yaml(change.after))
+        try:
+            _write_sides(live, merged, changed)
+        except OSError as err:  # a full disk, a read-only TMPDIR
+            _fail(f"{EXTERNAL}: cannot write the objects to compare under {tmp}: {err.strerror or err}")
+            return EXIT_ERROR
         sys.stdout.flush()
         try:
             code = subprocess.run([*argv, str(live), str(merged)], check=False).returncode
@@ -195,7 +194,21 @@ def _external(command: str, changed: list[Change]) -> int | None:
             reason = getattr(err, "strerror", None) or type(err).__name__
             _fail(f"{EXTERNAL}: cannot run {argv[0] if argv else command!r}: {reason}")
             return EXIT_ERROR
+        except KeyboardInterrupt:  # subprocess.run has stopped the differ
+            _fail("interrupted; nothing was written")
+            return 130
     if code > 1 or code < 0:
         _fail(f"{EXTERNAL}: {argv[0]!r} failed with exit status {code}")
         return EXIT_ERROR
     return None
+
+
+def _write_sides(live: Path, merged: Path, changed: list[Change]) -> None:
+    """Each changed object's two sides as ``live/<file>`` and ``merged/<file>`` (diff.file_name: safe,
+    unique, short enough), UTF-8 whatever the locale."""
+    live.mkdir()
+    merged.mkdir()
+    for change in changed:
+        for side, obj in ((live, change.before), (merged, change.after)):
+            if obj is not None:
+                (side / change.file).write_text(as_yaml(obj), encoding="utf-8")
