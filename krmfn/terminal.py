@@ -50,3 +50,19 @@ def cut(text: str, limit: int) -> str:
     """``text`` at most ``limit`` characters, ``...`` ending one that was longer: for a text from the
     cluster shown in a line (a record, a holder), whose length nothing else bounds."""
     return text if len(text) <= limit else text[: max(limit - 3, 0)] + "..."
+
+
+def fit(text: str, columns: int) -> str:
+    """``text`` cut to fill at most ``columns`` terminal cells (a wide character takes two), ending
+    ``...`` when cut: a line redrawn in place must not wrap, or the cursor moves up fewer lines than
+    were drawn and every redraw leaves a copy behind."""
+    if len(text) * 2 <= columns:
+        return text  # fits even if every character is wide
+    widths = [2 if unicodedata.east_asian_width(char) in ("W", "F") else 1 for char in text]
+    if sum(widths) <= columns:
+        return text
+    room, used, end = columns - 3, 0, 0
+    while end < len(text) and used + widths[end] <= room:
+        used += widths[end]
+        end += 1
+    return text[:end] + "..." if columns >= 3 else ""

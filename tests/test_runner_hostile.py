@@ -37,11 +37,18 @@ from krmfn.runner.diff import (
     patch_of,
     unified,
 )
-from krmfn.runner.engine import Options, Runner
+from krmfn.runner.engine import Options, Result, Runner
+from krmfn.runner.errors import StepFailed
+from krmfn.runner.events import Apply, Event, Status, StepDone, StepStart
+from krmfn.runner.joblogs import LIMIT_BYTES, MAX_LINE, collect, describe, last_lines
+from krmfn.runner.jobs import PodProblem
 from krmfn.runner.lock import LOCK
 from krmfn.runner.plan import build_plan
+from krmfn.runner.printers import JsonPrinter, PlainPrinter, TtyPrinter
 from krmfn.runner.runs import LAST_PLAN, MAX_ERROR, RUNS
-from krmfn.runner.status_cmd import collect, report_data, write_text
+from krmfn.runner.status_cmd import collect as collect_status
+from krmfn.runner.status_cmd import report_data, write_text
+from krmfn.terminal import fit
 
 # Strings an attacker would choose: terminal controls, a line that overwrites the one before, CI workflow
 # commands, a bidi override, a lone surrogate, NUL, and length.
@@ -111,7 +118,7 @@ MALFORMED = [
 
 
 def _status_outputs(api: FakeApi) -> tuple[str, dict[str, Any]]:
-    report = collect(api, "app", "ns", now=NOW)
+    report = collect_status(api, "app", "ns", now=NOW)
     out = io.StringIO()
     write_text(out, report, history=True)
     data = report_data(report, history=True)
@@ -270,3 +277,84 @@ def test_the_differs_directory_goes_away_however_it_ends(
     assert code == (130 if isinstance(failure, KeyboardInterrupt) else diff_cmd.EXIT_ERROR)
     assert err.getvalue().count("\n") == 1 and "Traceback" not in err.getvalue()
     assert list(tmp_path.iterdir()) == []
+
+
+# --- a failed Job's log lines, through every printer ------------------------------------------------------
+
+LOG = (
+    "starting\n\x1b]0;pwned\x07\x1b[2J\n100%\rstep 1 deploy: healthy in 0.1s\n::error file=a::forged\n"
+    "##[group]x\n\ufffd\ufffd invalid UTF-8, as the HTTP layer decodes it\n\u202eevil\x00\n"
+    + "y" * 5000
+    + "\n"
+)
+
+
+def _failed_job_events() -> tuple[list[Event], Result]:
+    problem = PodProblem("m-1\x1b[2J", "main::x", "Error (exit code 1): ::warning::term\rmessage")
+    collected = collect([problem], lambda pod, container, lines, previous: LOG, 20)
+    message = "BackoffLimitExceeded; " + "; ".join(describe(p, log) for p, log in collected)
+    logs = [log.to_dict() for _, log in collected if log is not None]
+    events: list[Event] = [
+        StepStart(0, "migrate", 1, 30.0, True),
+        Status(0, "migrate", "Job.batch apps/m", "failed", message, 1.0, logs),
+        StepDone(0, "migrate", "failed", 1.0),
+    ]
+    return events, Result(ok=False, error=StepFailed("migrate", "Job.batch apps/m", message),
+                          failed_step="migrate")  # fmt: skip
+
+
+def test_log_lines_are_escaped_in_text_and_carried_as_json() -> None:
+    events, result = _failed_job_events()
+    plain, tty, as_json = io.StringIO(), io.StringIO(), io.StringIO()
+    live = TtyPrinter(tty, clock=lambda: 0.0, refresh=3600, width=lambda: 100)
+    try:
+        for printer in (PlainPrinter(plain), live, JsonPrinter(as_json)):
+            for event in events:
+                printer(event)
+            printer.summary(result)
+    finally:
+        live.close()
+    assert_inert(plain.getvalue(), longest=10_000)
+    assert len(plain.getvalue().splitlines()) == len(events) + 1
+    assert_inert(re.sub(r"\x1b\[\d+F\x1b\[J", "", tty.getvalue()), longest=10_000)
+    lines = as_json.getvalue().splitlines()
+    assert all(line.startswith("{") and line.isascii() for line in lines)
+    [status] = [json.loads(line) for line in lines if json.loads(line)["type"] == "status"]
+    assert status["logs"][0]["lines"][2] == "100%\rstep 1 deploy: healthy in 0.1s"  # the text itself
+    assert status["logs"][0]["lines"][-1].startswith("y" * MAX_LINE + "... (")
+
+
+def test_log_text_is_bounded_even_when_the_server_ignores_limit_bytes() -> None:
+    flood = ("z" * 2000 + "\n") * 10_000  # 20 MB: what a server that ignores limitBytes may send
+    lines = last_lines(flood, 1000)
+    assert sum(len(line) for line in lines) <= LIMIT_BYTES + len(lines) * 40
+
+
+# --- the live view ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", [20, 80, 200])
+@pytest.mark.parametrize("text", ["x" * 100_000, "\u2603\u6f22" * 5000, "\x1b" * 3000, "ok"])
+def test_every_row_of_the_live_view_fits_the_terminal(width: int, text: str) -> None:
+    """A wrapped row would be left behind by each redraw (the cursor moves up one line per row)."""
+    out = io.StringIO()
+    live = TtyPrinter(out, clock=lambda: 0.0, refresh=3600, width=lambda: width)
+    try:
+        live(StepStart(0, f"step{text}", 2, 30.0, True))
+        live(Status(0, "s", f"Deployment.apps ns/{text}", "in-progress", text, 0.5))
+        live(Apply(0, "s", "ConfigMap ns/c", "configured", text))
+        block = out.getvalue().split("\x1b[J")[-1]
+    finally:
+        live.close()
+    rows = block.rstrip("\n").split("\n")
+    assert len(rows) == 3
+    for row in rows:
+        cells = sum(2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in row)
+        assert cells < width, (cells, row[:80])
+
+
+def test_fit_keeps_what_fits_and_marks_a_cut() -> None:
+    assert fit("short", 80) == "short"
+    assert fit("x" * 10, 10) == "x" * 10
+    assert fit("x" * 11, 10) == "x" * 7 + "..."
+    assert fit("\u6f22" * 10, 10) == "\u6f22" * 3 + "..."

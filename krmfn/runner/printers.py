@@ -8,6 +8,7 @@ termination messages and logs, API errors) and manifest text (names, step names)
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -29,7 +30,7 @@ from krmfn.runner.events import (
     to_dict,
 )
 from krmfn.runner.plan import Plan, Step
-from krmfn.terminal import safe_line
+from krmfn.terminal import fit, safe_line
 
 if TYPE_CHECKING:
     from krmfn.runner.engine import Result
@@ -166,9 +167,19 @@ class JsonPrinter:
 _MARK = {"current": "ok", "failed": "!!", "in-progress": "..", "not-found": "??"}
 
 
+def terminal_width(out: TextIO) -> int:
+    """Columns of the terminal ``out`` writes to (80 when it cannot tell)."""
+    try:
+        return os.get_terminal_size(out.fileno()).columns or 80
+    except (AttributeError, OSError, ValueError):  # not a real file, or not a terminal
+        return 80
+
+
 class TtyPrinter:
     """A live block for the running step (one row per object: state, message, elapsed vs timeout),
-    redrawn in place; finished steps scroll up as plain lines."""
+    redrawn in place; finished steps scroll up as plain lines. A row of the block is cut to the
+    terminal's width: a long message (a Job's log lines, a condition) would wrap, and the redraw, which
+    moves up one line per row, would leave the wrapped part behind on every tick."""
 
     def __init__(
         self,
@@ -176,10 +187,12 @@ class TtyPrinter:
         clock: Callable[[], float] = time.monotonic,
         refresh: float = 0.25,
         dry_run: bool = False,
+        width: Callable[[], int] | None = None,
     ) -> None:
         self.out = out
         self.clock = clock
         self.dry_run = dry_run
+        self.width = width or (lambda: terminal_width(out))
         self._lock = threading.Lock()
         self._drawn = 0
         self._step: StepStart | None = None
@@ -223,7 +236,8 @@ class TtyPrinter:
             f"  {_MARK.get(state, '->')} {names[obj].ljust(width)}  {state:<11} {safe_line(message)}"
             for obj, (state, message) in self._rows.items()
         ]
-        return [header, *rows]
+        columns = max(self.width() - 1, 1)  # the last column: some terminals wrap a full line at once
+        return [fit(line, columns) for line in (header, *rows)]
 
     def _clear(self) -> None:
         if self._drawn:
