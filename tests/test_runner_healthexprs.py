@@ -4,13 +4,17 @@ line, exit 2, before any connection. tests/cluster/test_apply_health_checks.py r
 
 from __future__ import annotations
 
+import resource
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from krmfn.runner import healthexprs
+from krmfn.runner.celworker import Worker
 from krmfn.runner.cli import main
 from krmfn.runner.healthexprs import MAX_ENTRIES, MAX_EXPRESSION, HealthCheckError, HealthChecks, load
+from krmfn.terminal import safe_line
 from krmfn.yaml.io import dump_all_fast
 
 # Flux's Kustomization docs, "Health check expressions": cert-manager's Certificate, as they write it.
@@ -216,3 +220,56 @@ def test_stream_objects_and_the_file_combine_and_conflict(tmp_path: Path) -> Non
     two_docs.write_text(dump_all_fast([[GOOD], [GOOD]]))
     with pytest.raises(HealthCheckError, match="expected one YAML document, found 2"):
         load(str(two_docs), [])
+
+
+# --- cost: an expression cannot take the runner's memory or time (celworker.py) ---------------------------
+# cel-cpp stops an evaluation after 10,000 iterations but does not bound its memory: each
+# .replace('', 'xxxxxxxxxx') makes a string eleven times longer, so this 200-character expression asks for
+# 195 MB (and three more calls for 260 GB). It is evaluated in the worker process, under its limits.
+BOMB = "'xxxxxxxxxx'" + ".replace('', 'xxxxxxxxxx')" * 7 + ".size() > 0"
+WIDGET = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "status": {"x": 1}}
+
+
+def _with_worker(monkeypatch: pytest.MonkeyPatch, worker: Worker) -> None:
+    monkeypatch.setattr(healthexprs, "_worker", lambda: worker, raising=False)
+
+
+def test_an_expression_that_needs_too_much_memory_fails_its_object_not_the_runner(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    worker = Worker(memory=200 << 20)
+    _with_worker(monkeypatch, worker)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        found = checks({**GOOD, "current": BOMB}).judge(WIDGET)
+        assert found.state == "failed" and "MemoryError" in found.message
+        assert checks(GOOD).judge(WIDGET).state == "current"  # the worker goes on
+    finally:
+        worker.close()
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100 << 10  # KiB: not in this process
+
+
+def test_an_expression_that_takes_too_long_fails_its_object_and_the_next_gets_a_new_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    worker = Worker(seconds=0.2)
+    _with_worker(monkeypatch, worker)
+    try:
+        found = checks({**GOOD, "current": BOMB}).judge(WIDGET)
+        assert found.state == "failed" and "took longer than 0.2s (stopped)" in found.message
+        assert checks(GOOD).judge(WIDGET).state == "current"
+        worker._child.kill()  # type: ignore[union-attr]  # as the kernel would
+        died = checks(GOOD).judge(WIDGET)
+        assert died.state == "failed" and "its process died" in died.message
+        assert checks(GOOD).judge(WIDGET).state == "current"
+    finally:
+        worker.close()
+
+
+def test_an_error_quoting_a_cluster_value_is_one_bounded_line() -> None:
+    for value in ("\x1b[2J\r\n::error::forged\u202e" * 2000, "\ud800", "x" * 100_000):
+        obj = {**WIDGET, "status": {"x": value}}
+        found = checks({**GOOD, "current": "status[status.x] == 1"}).judge(obj)
+        assert found.state == "failed" and len(found.message) < 600, len(found.message)
+        line = safe_line(found.message)
+        assert "::" not in line and line.isprintable()

@@ -17,17 +17,21 @@ object fails at once, naming the expression and why: guard fields that may be mi
 has not written one yet, and ``has()`` cannot test a top-level field such as ``status``).
 
 CEL is cel-expr-python (the CEL project's Python binding of cel-cpp; docs/runner.md says why this one),
-imported only when there are expressions to compile. Pure: no I/O but reading the ``--health-checks``
-file.
+imported only when there are expressions to compile. Expressions are compiled here (an error is an input
+error before any connection) and evaluated in a child process with a memory and a time limit
+(celworker.py): cel-cpp bounds an evaluation's iterations, not its memory. No other I/O but reading the
+``--health-checks`` file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cache, partial
 from typing import Any
 
 from krmfn.kobj import annotations_of, is_local_config
+from krmfn.runner.celworker import Worker
 from krmfn.runner.errors import SourceError
 from krmfn.runner.source import read_files
 from krmfn.runner.status import Health, State
@@ -45,7 +49,8 @@ RESERVED = {
     ("batch", "Job"): "the runner's Job rules (Complete, Failed, the inventory's run records) decide Jobs"
 }
 
-Evaluate = Callable[[dict[str, Any]], Any]
+Evaluate = Callable[[dict[str, Any]], bool]
+"""True or False; raises NotBool for a result of another type, _EvaluationError when it cannot be had."""
 
 
 class HealthCheckError(SourceError):
@@ -97,6 +102,11 @@ class HealthChecks:
         for name, text, evaluate in check.expressions:
             try:
                 result = evaluate(obj)
+            except NotBool as err:
+                return Health(
+                    "failed",
+                    f"health check {name} `{_shown(text)}` ({check.where}) returned {err}, not a bool",
+                )
             except _EvaluationError as err:
                 if not isinstance(obj.get("status"), dict) or not obj["status"]:
                     # No status yet: its controller has not looked at it, and has() cannot guard a
@@ -104,12 +114,6 @@ class HealthChecks:
                     # object it is given right after its creation.
                     return Health("in-progress", "waiting for its controller to write a status")
                 return Health("failed", f"health check {name} `{_shown(text)}` ({check.where}) failed: {err}")
-            if not isinstance(result, bool):
-                return Health(
-                    "failed",
-                    f"health check {name} `{_shown(text)}` ({check.where}) returned "
-                    f"{type(result).__name__}, not a bool",
-                )
             if result:
                 return Health(STATES[name], f"{name}: `{_shown(text)}`")
         return Health("in-progress", "no health check expression is true yet")
@@ -240,10 +244,40 @@ class _EvaluationError(Exception):
     pass
 
 
+class NotBool(Exception):
+    """The expression's result is not a bool; the message is the type's name (``str``)."""
+
+
+@cache
+def _worker() -> Worker:
+    """The one worker of this process (its child starts with the first evaluation)."""
+    return Worker()
+
+
 def _compiler() -> Callable[[str], Evaluate]:
+    """Compiles here (for the errors), evaluates in the worker process (celworker.py)."""
+    compile_ = compile_in_process()
+
+    def compile_isolated(text: str) -> Evaluate:
+        compile_(text)
+        return partial(_isolated, _worker(), text)
+
+    return compile_isolated
+
+
+def _isolated(worker: Worker, text: str, obj: dict[str, Any]) -> bool:
+    answer = worker.evaluate(text, obj)
+    if "error" in answer:
+        raise _EvaluationError(_one_line(str(answer["error"])))
+    if "type" in answer:
+        raise NotBool(str(answer["type"]))
+    return bool(answer["bool"])
+
+
+def compile_in_process() -> Callable[[str], Evaluate]:
     """A compile function on a CEL environment like Flux's: the optional types, strings and encoders
     extensions; no declared variables (an expression is parsed, not type-checked, so any top-level field
-    of an object can be named)."""
+    of an object can be named). Its evaluations run in this process: the worker's."""
     try:
         from cel_expr_python import cel  # only when there are expressions: the library is an extra
         from cel_expr_python.ext import ext_encoders, ext_optional, ext_strings
@@ -261,16 +295,19 @@ def _compiler() -> Callable[[str], Evaluate]:
         except Exception as err:  # cel-cpp reports every parse error as a RuntimeError
             raise _CompileError(_one_line(str(err))) from None
 
-        def evaluate(obj: dict[str, Any]) -> Any:
+        def evaluate(obj: dict[str, Any]) -> bool:
             try:
                 value = program.eval(data=obj)
-                if value.type() == cel.Type.ERROR:
+                kind = value.type()
+                if kind == cel.Type.ERROR:
                     raise _EvaluationError(_one_line(str(value.value())))
-                return value.plain_value() if value.type() != cel.Type.BOOL else value.value()
             except _EvaluationError:
                 raise
             except Exception as err:  # a value CEL cannot hold (an integer beyond 64 bits), ...
                 raise _EvaluationError(_one_line(f"{type(err).__name__}: {err}")) from None
+            if kind != cel.Type.BOOL:
+                raise NotBool(type(value.plain_value()).__name__)
+            return bool(value.value())
 
         return evaluate
 
