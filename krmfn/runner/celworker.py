@@ -93,7 +93,8 @@ class Worker:
 
 def serve(memory: int, requests: IO[str], answers: IO[str]) -> None:
     """The child's side: answers each request line until its input ends."""
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    with contextlib.suppress(ValueError, OSError):  # a system without RLIMIT_AS (macOS): time limit only
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     from krmfn.runner.healthexprs import NotBool, compile_in_process
 
     compile_ = compile_in_process()
