@@ -48,6 +48,7 @@ from krmfn.runner.printers import JsonPrinter, PlainPrinter, TtyPrinter
 from krmfn.runner.runs import LAST_PLAN, MAX_ERROR, RUNS
 from krmfn.runner.status_cmd import collect as collect_status
 from krmfn.runner.status_cmd import report_data, write_text
+from krmfn.steps import STEP
 from krmfn.terminal import fit
 
 # Strings an attacker would choose: terminal controls, a line that overwrites the one before, CI workflow
@@ -134,6 +135,9 @@ def test_status_shows_strings_in_the_records_escaped_and_bounded(text: str) -> N
         shown, data = _status_outputs(api)
         assert_inert(shown, longest=3000)
         assert len(json.dumps(data)) < 8000
+    api.annotate("v1", "ConfigMap", "ns", "a", {STEP: text})  # a member's step name: anyone may edit it
+    shown, _ = _status_outputs(api)
+    assert_inert(shown, longest=len(text) * 10 + 100)  # escaped, as long as the annotation allows
 
 
 @pytest.mark.parametrize("value", MALFORMED, ids=range(len(MALFORMED)))
