@@ -75,6 +75,21 @@ def _package(tmp_path: Path, kptfile: str, **files: str) -> Path:
     return root
 
 
+def _hash_job_package(tmp_path: Path, job: str, wide: bool = False) -> Path:
+    """A package of one Job whose pipeline only hashes Job names; ``wide``: the Kptfile's sequence is
+    indented under its key (kpt's write-back must keep it so)."""
+    dash = "  - " if wide else "- "
+    kptfile = f"""\
+        apiVersion: kpt.dev/v1
+        kind: Kptfile
+        metadata: {{name: pkg}}
+        pipeline:
+          mutators:
+          {dash}exec: krmfn-hash-job-names
+        """
+    return _package(tmp_path, kptfile, **{"job.yaml": job})
+
+
 JOB = """\
     apiVersion: batch/v1
     kind: Job
@@ -180,18 +195,7 @@ def test_nested_packages_render_first_and_krmignore_is_honoured(tmp_path: Path) 
 
 
 def test_in_place_keeps_comments_quotes_and_wide_sequences(tmp_path: Path) -> None:
-    root = _package(
-        tmp_path,
-        """\
-        apiVersion: kpt.dev/v1
-        kind: Kptfile
-        metadata: {name: pkg}
-        pipeline:
-          mutators:
-            - exec: krmfn-hash-job-names
-        """,
-        **{"job.yaml": WIDE_JOB},
-    )
+    root = _hash_job_package(tmp_path, WIDE_JOB, wide=True)
     code, _, err = render(str(root), "--in-place")
     assert code == 0, err
     text = (root / "job.yaml").read_text()
@@ -336,18 +340,7 @@ def _symlinked_package(tmp_path: Path) -> tuple[Path, Path]:
     (outside / "dir").mkdir(parents=True)
     (outside / "secret.yaml").write_text(textwrap.dedent(CANARY_SECRET))
     (outside / "dir" / "more.yaml").write_text(textwrap.dedent(CANARY_SECRET).replace("outside", "more"))
-    root = _package(
-        tmp_path,
-        """\
-        apiVersion: kpt.dev/v1
-        kind: Kptfile
-        metadata: {name: pkg}
-        pipeline:
-          mutators:
-          - exec: krmfn-hash-job-names
-        """,
-        **{"job.yaml": JOB},
-    )
+    root = _hash_job_package(tmp_path, JOB)
     (root / "secret.yaml").symlink_to(outside / "secret.yaml")
     (root / "linked").symlink_to(outside / "dir", target_is_directory=True)
     (root / ".krmignore").symlink_to(outside / "secret.yaml")
