@@ -22,22 +22,15 @@ from typing import TYPE_CHECKING
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 if TYPE_CHECKING:
     from bench import gen  # mypy checks this script as bench.hostile (see bench/functions.py)
+    from bench.functions import table
 else:
     import gen
+    from functions import table
 
 from krmfn.yaml.io import dump_fast
 
 BIN = Path(sys.executable).parent
 GNU_TIME = "/usr/bin/time"
-
-
-def table(title: str, header: list[str], rows: list[list[str]]) -> None:
-    print(f"\n### {title}\n")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "|".join(" --- " for _ in header) + "|")
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
-    sys.stdout.flush()
 
 
 def run(args: list[str], stdin: bytes, env: dict[str, str] | None = None) -> tuple[float, int, int, bytes]:
