@@ -76,9 +76,7 @@ def _nonnegative(spec: dict[str, Any], path: str, names: tuple[str, ...]) -> Ite
         if not _is_int(value):
             yield Problem(f"{path}.{name}", f"Invalid value: {_quoted(value)}: must be an integer", value)
         elif value < 0:
-            yield Problem(
-                f"{path}.{name}", f"Invalid value: {value}: must be greater than or equal to 0", value
-            )
+            yield _at_least_zero(f"{path}.{name}", value)
 
 
 def _int(spec: dict[str, Any], name: str) -> int | None:
@@ -140,6 +138,15 @@ def job_spec_problems(spec: Any, path: str, *, template_of_cronjob: bool = False
         yield from _selector(spec, path)
 
 
+def _at_most(path: str, value: int, limit: str) -> Problem:
+    """The API server's words for a number above its bound (``limit``: the bound, and when it holds)."""
+    return Problem(path, f"Invalid value: {value}: must be less than or equal to {limit}", value)
+
+
+def _at_least_zero(path: str, value: int) -> Problem:
+    return Problem(path, f"Invalid value: {value}: must be greater than or equal to 0", value)
+
+
 def _completions(spec: dict[str, Any], defaulted: bool) -> int | None:
     """``completions`` as the API server sees it: a Job's is defaulted to 1 when neither it nor
     ``parallelism`` is given (a CronJob's jobTemplate is validated as written)."""
@@ -154,24 +161,13 @@ def _indexed(spec: dict[str, Any], path: str, defaulted: bool) -> Iterator[Probl
     if completions is None and spec.get("completions") is None:
         yield Problem(f"{path}.completions", "Required value: when completion mode is Indexed")
     if parallelism is not None and parallelism > MAX_PARALLELISM_INDEXED:
-        yield Problem(
-            f"{path}.parallelism",
-            f"Invalid value: {parallelism}: must be less than or equal to "
-            f"{MAX_PARALLELISM_INDEXED} when completion mode is Indexed",
-            parallelism,
+        yield _at_most(
+            f"{path}.parallelism", parallelism, f"{MAX_PARALLELISM_INDEXED} when completion mode is Indexed"
         )
     if completions is not None and max_failed is not None and max_failed > completions:
-        yield Problem(
-            f"{path}.maxFailedIndexes",
-            f"Invalid value: {max_failed}: must be less than or equal to completions",
-            max_failed,
-        )
+        yield _at_most(f"{path}.maxFailedIndexes", max_failed, "completions")
     if max_failed is not None and max_failed > MAX_FAILED_INDEXES:
-        yield Problem(
-            f"{path}.maxFailedIndexes",
-            f"Invalid value: {max_failed}: must be less than or equal to {MAX_FAILED_INDEXES}",
-            max_failed,
-        )
+        yield _at_most(f"{path}.maxFailedIndexes", max_failed, str(MAX_FAILED_INDEXES))
     if completions is not None and completions > COMPLETIONS_SOFT_LIMIT and per_index is not None:
         if spec.get("maxFailedIndexes") is None:
             yield Problem(
@@ -179,12 +175,11 @@ def _indexed(spec: dict[str, Any], path: str, defaulted: bool) -> Iterator[Probl
                 f"Required value: must be specified when completions is above {COMPLETIONS_SOFT_LIMIT}",
             )
         if parallelism is not None and parallelism > PARALLELISM_HIGH_COMPLETIONS:
-            yield Problem(
+            yield _at_most(
                 f"{path}.parallelism",
-                f"Invalid value: {parallelism}: must be less than or equal "
-                f"to {PARALLELISM_HIGH_COMPLETIONS} when completions are above "
-                f"{COMPLETIONS_SOFT_LIMIT} and used with backoff limit per index",
                 parallelism,
+                f"{PARALLELISM_HIGH_COMPLETIONS} when completions are above {COMPLETIONS_SOFT_LIMIT} and "
+                "used with backoff limit per index",
             )
         if max_failed is not None and max_failed > MAX_FAILED_INDEXES_HIGH_COMPLETIONS:
             yield Problem(
@@ -414,24 +409,16 @@ def _success_policy(policy: Any, completions: int | None, path: str) -> Iterator
                 )
                 continue
             if count < 0:
-                yield Problem(
-                    f"{where}.succeededCount",
-                    f"Invalid value: {count}: must be greater than or equal to 0",
-                    count,
-                )
+                yield _at_least_zero(f"{where}.succeededCount", count)
             if completions is not None and count > completions:
-                yield Problem(
-                    f"{where}.succeededCount",
-                    f"Invalid value: {count}: must be less than or equal "
-                    f"to {completions} (the number of specified completions)",
-                    count,
+                yield _at_most(
+                    f"{where}.succeededCount", count, f"{completions} (the number of specified completions)"
                 )
             if indexes is not None and count > total:
-                yield Problem(
+                yield _at_most(
                     f"{where}.succeededCount",
-                    f"Invalid value: {count}: must be less than or equal "
-                    f"to {total} (the number of indexes in the specified succeededIndexes field)",
                     count,
+                    f"{total} (the number of indexes in the specified succeededIndexes field)",
                 )
 
 
