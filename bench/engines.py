@@ -38,7 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from cluster.cluster import Cluster  # noqa: E402
+from cluster.cluster import Cluster, create_namespace  # noqa: E402
 from cluster.engines import (  # noqa: E402
     PLACEHOLDER,
     ResourceSet,
@@ -49,10 +49,9 @@ from cluster.engines import (  # noqa: E402
 )
 from lightkube import Client  # noqa: E402
 from lightkube.core.resource import NamespacedResource  # noqa: E402
-from lightkube.models.meta_v1 import ObjectMeta  # noqa: E402
 from lightkube.resources.apps_v1 import Deployment  # noqa: E402
 from lightkube.resources.batch_v1 import Job  # noqa: E402
-from lightkube.resources.core_v1 import ConfigMap, Namespace, Service, ServiceAccount  # noqa: E402
+from lightkube.resources.core_v1 import ConfigMap, Service  # noqa: E402
 
 ENGINES = ("krmfn apply", "Flux Operator", "kpt live apply")
 # (the object that makes the step healthy, the objects of the next step)
@@ -130,17 +129,7 @@ def _healthy(data: dict[str, Any]) -> bool:
 
 
 def fresh_namespace(client: Client, engine: str, n: int) -> str:
-    name = f"eng-{engine.split(maxsplit=1)[0].lower()}-{n}-{time.time_ns() % 10**6}"
-    client.create(Namespace(metadata=ObjectMeta(name=name)))
-    deadline = time.monotonic() + 30
-    while True:  # pods are rejected until the namespace's default ServiceAccount exists
-        try:
-            client.get(ServiceAccount, "default", namespace=name)
-            return name
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+    return create_namespace(client, f"eng-{engine.split(maxsplit=1)[0].lower()}-{n}-{time.time_ns() % 10**6}")
 
 
 def package_for(rendered: Path, namespace: str, workdir: Path) -> Path:

@@ -35,9 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from cluster.cluster import Cluster, cache_dir  # noqa: E402
-from lightkube.models.meta_v1 import ObjectMeta  # noqa: E402
-from lightkube.resources.core_v1 import Namespace, ServiceAccount  # noqa: E402
+from cluster.cluster import Cluster, cache_dir, create_namespace  # noqa: E402
 
 from krmfn.runner.engine import Options, Runner  # noqa: E402
 from krmfn.runner.events import Apply, Event, Status, StepDone  # noqa: E402
@@ -68,18 +66,8 @@ def sequence() -> list[dict[str, Any]]:
 
 
 def fresh_namespace(cluster: Cluster, prefix: str, n: int) -> str:
-    client = cluster.client()
-    name = f"{prefix}-{n}-{secrets.token_hex(4)}"  # unique: a sweep reuses prefixes within a second
-    client.create(Namespace(metadata=ObjectMeta(name=name)))
-    deadline = time.monotonic() + 30
-    while True:  # pods are rejected until the namespace's default ServiceAccount exists
-        try:
-            client.get(ServiceAccount, "default", namespace=name)
-            return name
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+    # unique: a sweep reuses prefixes within a second
+    return create_namespace(cluster.client(), f"{prefix}-{n}-{secrets.token_hex(4)}")
 
 
 def measure_gaps(cluster: Cluster, sequences: int) -> list[float]:

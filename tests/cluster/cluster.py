@@ -90,6 +90,26 @@ def wait_until(what: str, check: Callable[[], bool], timeout: float, interval: f
         time.sleep(interval)
 
 
+def has_default_service_account(client: Client, namespace: str) -> bool:
+    try:
+        client.get(ServiceAccount, "default", namespace=namespace)
+    except ApiError as e:
+        if e.status.code == 404:
+            return False
+        raise
+    return True
+
+
+def create_namespace(client: Client, name: str, labels: dict[str, str] | None = None) -> str:
+    """Creates namespace ``name`` and returns the name once its default ServiceAccount exists: pods are
+    refused until the controller-manager has made it. Raises ClusterError after 30 s."""
+    client.create(Namespace(metadata=ObjectMeta(name=name, labels=labels)))
+    wait_until(
+        f"default ServiceAccount in {name}", lambda: has_default_service_account(client, name), timeout=30
+    )
+    return name
+
+
 def _established(client: Client, name: str) -> bool:
     got = client.get(CustomResourceDefinition, name)
     conditions = got.status.conditions if got.status else None  # no status yet: not established
@@ -584,10 +604,4 @@ class Cluster:
 
     def _has_default_sa(self, client: Client, namespace: str) -> bool:
         self._check_alive()
-        try:
-            client.get(ServiceAccount, "default", namespace=namespace)
-        except ApiError as e:
-            if e.status.code == 404:
-                return False
-            raise
-        return True
+        return has_default_service_account(client, namespace)

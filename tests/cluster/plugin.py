@@ -23,11 +23,10 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
-from lightkube import ApiError, Client
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Namespace, ServiceAccount
+from lightkube import Client
+from lightkube.resources.core_v1 import Namespace
 
-from .cluster import Cluster, ClusterError, cache_dir, wait_until
+from .cluster import Cluster, ClusterError, cache_dir, create_namespace
 
 _LOG_DIR = pytest.StashKey[Path]()
 _KEEP_LOGS = pytest.StashKey[bool]()
@@ -112,20 +111,8 @@ def kube_client(cluster: Cluster) -> Client:
 def namespace(request: pytest.FixtureRequest, kube_client: Client) -> Iterator[str]:
     name = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:48].rstrip("-")
     name = f"{name}-{secrets.token_hex(3)}"
-    kube_client.create(Namespace(metadata=ObjectMeta(name=name, labels={"test.krmfn.dev/namespace": "true"})))
-
-    def has_default_sa() -> bool:
-        # Pods are rejected until the controller-manager has created the namespace's default SA.
-        try:
-            kube_client.get(ServiceAccount, "default", namespace=name)
-        except ApiError as e:
-            if e.status.code == 404:
-                return False
-            raise
-        return True
-
     try:
-        wait_until(f"default ServiceAccount in {name}", has_default_sa, timeout=30)
+        create_namespace(kube_client, name, labels={"test.krmfn.dev/namespace": "true"})
     except ClusterError as e:
         pytest.fail(str(e), pytrace=False)
     yield name
