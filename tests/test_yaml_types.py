@@ -197,18 +197,17 @@ def _quoted_source(values: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _cli(name: str, text: str, *args: str) -> str:
+def _run(argv: list[str], text: str | None = None) -> str:
+    """The standard output of a krmfn command that must succeed (``text``: its standard input)."""
     proc = subprocess.run(
-        [f"krmfn-{name}", *args],
-        input=text,
-        capture_output=True,
-        text=True,
-        env=env(),
-        timeout=120,
-        check=False,
+        argv, input=text, capture_output=True, text=True, env=env(), timeout=120, check=False
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
+
+
+def _cli(name: str, text: str) -> str:
+    return _run([f"krmfn-{name}"], text)
 
 
 def write_fast(values: list[str], tmp: Path) -> str:
@@ -266,29 +265,12 @@ def _package(values: list[str], tmp: Path) -> Path:
 
 
 def write_render_stdout(values: list[str], tmp: Path) -> str:
-    proc = subprocess.run(
-        ["krmfn", "render", str(_package(values, tmp))],
-        capture_output=True,
-        text=True,
-        env=env(),
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    return _run(["krmfn", "render", str(_package(values, tmp))])
 
 
 def write_render_in_place(values: list[str], tmp: Path) -> str:
     directory = _package(values, tmp)
-    proc = subprocess.run(
-        ["krmfn", "render", "--in-place", str(directory)],
-        capture_output=True,
-        text=True,
-        env=env(),
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
+    _run(["krmfn", "render", "--in-place", str(directory)])
     return (directory / "probe.yaml").read_text()
 
 
