@@ -25,6 +25,7 @@ error before any connection) and evaluated in a child process with a memory and 
 
 from __future__ import annotations
 
+import atexit
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache, partial
@@ -250,8 +251,10 @@ class NotBool(Exception):
 
 @cache
 def _worker() -> Worker:
-    """The one worker of this process (its child starts with the first evaluation)."""
-    return Worker()
+    """The one worker of this process (its child starts with the first evaluation, ends with it)."""
+    worker = Worker()
+    atexit.register(worker.close)
+    return worker
 
 
 def _compiler() -> Callable[[str], Evaluate]:
