@@ -65,10 +65,12 @@ class Worker:
         return answer
 
     def _start(self) -> subprocess.Popen[bytes]:
-        """A new child, once it is ready: its start (Python, cel-cpp) is not the evaluation's time."""
+        """A new child, once it is ready: its start (Python, cel-cpp) is not the evaluation's time. In a
+        session of its own, so that Ctrl-C or a CI's signal to the group reaches only the runner, which
+        stops cleanly (and may still judge); the child ends when its input does, or is killed."""
         child = subprocess.Popen(
             [sys.executable, "-m", "krmfn.runner.celworker", str(self.memory)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
         self._child = child
         assert child.stdout is not None
