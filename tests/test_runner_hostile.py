@@ -362,3 +362,13 @@ def test_fit_keeps_what_fits_and_marks_a_cut() -> None:
     assert fit("x" * 10, 10) == "x" * 10
     assert fit("x" * 11, 10) == "x" * 7 + "..."
     assert fit("\u6f22" * 10, 10) == "\u6f22" * 3 + "..."
+
+
+def test_annotations_of_any_type_on_a_rendered_secret_are_masked_without_error() -> None:
+    """A Secret shown as rendered (its Namespace created by the same input) has whatever the YAML says."""
+    notes = {"a": ["hunter22"], "b": {"x": 1}, "c": 7, "d": None}
+    odd = {"apiVersion": "v1", "kind": "Secret", "stringData": {"k": "hunter22"},
+           "metadata": {"name": "s", "annotations": notes}}  # fmt: skip
+    before, after = masked(None, odd)
+    assert before is None and after is not None
+    assert after["metadata"]["annotations"] == {**notes, "a": MASK}

@@ -17,6 +17,7 @@ import base64
 import contextlib
 import difflib
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -135,11 +136,13 @@ def _annotations(obj: dict[str, Any] | None, secrets: set[str]) -> dict[str, Any
     notes = meta.get("annotations") if isinstance(meta, dict) else None
     if not isinstance(notes, dict):
         return {}
-    return {
-        k: v for k, v in notes.items()
-        if k == LAST_APPLIED or v in secrets
-        or (isinstance(v, str) and any(len(s) >= MIN_FOUND and s in v for s in secrets))
-    }  # fmt: skip
+    return {k: v for k, v in notes.items() if k == LAST_APPLIED or _holds(v, secrets)}
+
+
+def _holds(value: Any, secrets: set[str]) -> bool:
+    # Not text only where an object is shown as rendered (the API server stores strings): as JSON.
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text in secrets or any(len(s) >= MIN_FOUND and s in text for s in secrets)
 
 
 def action_of(before: dict[str, Any] | None, after: dict[str, Any] | None) -> Action:
