@@ -193,17 +193,19 @@ class HttpApi:
             timeout=httpx2.Timeout(timeout), trust_env=False, transport=transport
         )
         settings = params.httpx_params(config)  # lightkube's TLS context and auth for this context
+        if settings["auth"] is not None:
+            settings["auth"] = _GuardedAuth(settings["auth"], _auth_description(config))
         # Requests name krmfn in the API server's audit log, as kubectl names itself.
         self._headers = {"Accept": "application/json", "User-Agent": f"krmfn/{__version__}"}
-        self._http = httpx2.Client(**settings, headers=self._headers)  # watches and logs
-        if self._http.auth is not None:
-            self._http.auth = _GuardedAuth(self._http.auth, _auth_description(config))
+        self._settings = settings
+        self._client: httpx2.Client | None = None
+        self._lock = threading.Lock()
         # Unary requests go over the standard library's connections (wire.py: a third of the CPU per
         # request); an injected transport (tests) gets them all.
         self._wire: Wire = (
             HttpxWire(self._http)
             if transport is not None
-            else SocketWire(config.cluster.server, settings["verify"], self._http.auth, timeout=timeout)
+            else SocketWire(config.cluster.server, settings["verify"], settings["auth"], timeout=timeout)
         )
         self._server = config.cluster.server
         self.default_namespace = config.namespace
@@ -211,11 +213,20 @@ class HttpApi:
         self._sleep = sleep
         self._clock = clock
         self._discovery: dict[str, dict[str, Resource]] = {}
-        self._lock = threading.Lock()
+
+    @property
+    def _http(self) -> httpx2.Client:
+        """The httpx client for watches and logs, made on first use: building one costs ~0.1 s, and a
+        run whose objects are healthy once applied never needs it."""
+        with self._lock:
+            if self._client is None:
+                self._client = httpx2.Client(**self._settings, headers=self._headers)
+            return self._client
 
     def close(self) -> None:
         self._wire.close()
-        self._http.close()
+        if self._client is not None:
+            self._client.close()
 
     # --- discovery ---------------------------------------------------------------------------------------
 
