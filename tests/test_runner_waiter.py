@@ -139,7 +139,7 @@ def test_a_dropped_watch_resumes_from_the_last_version_and_410_starts_over() -> 
 
 
 def test_an_error_that_ends_the_watch_reaches_every_object_it_followed() -> None:
-    api = ScriptedApi({("deployments", ""): [[ApiStatusError(403, "Forbidden", "no watch for you")]]})
+    api = ScriptedApi({("deployments", ""): [[ApiStatusError(404, "NotFound", "no such resource")]]})
     watcher = Watcher(api, sleep=lambda _: None)  # type: ignore[arg-type]
     watcher.follow_all([watched(DEPLOYMENTS, "a", 1), watched(DEPLOYMENTS, "b", 2)])
     try:
@@ -147,4 +147,24 @@ def test_an_error_that_ends_the_watch_reaches_every_object_it_followed() -> None
     finally:
         watcher.close()
     assert sorted(key.name for key, _ in got) == ["a", "b"]
-    assert all(isinstance(err, ApiStatusError) and err.code == 403 for _, err in got)
+    assert all(isinstance(err, ApiStatusError) and err.code == 404 for _, err in got)
+
+
+def test_a_forbidden_collection_watch_falls_back_to_one_watch_per_object() -> None:
+    """RBAC may grant watch only with resourceNames: a watch by name is allowed, the collection's is not."""
+    api = ScriptedApi({
+        ("deployments", ""): [[ApiStatusError(403, "Forbidden", "cannot watch resource deployments")]],
+        ("deployments", "a"): [[("MODIFIED", obj("a", 31))]],
+        ("deployments", "b"): [[("MODIFIED", obj("b", 32))]],
+    })  # fmt: skip
+    watcher = Watcher(api, sleep=lambda _: None)  # type: ignore[arg-type]
+    watcher.follow_all([watched(DEPLOYMENTS, "a", 30), watched(DEPLOYMENTS, "b", 20)])
+    try:
+        assert sorted(updates(watcher, 2)) == [("a", "31"), ("b", "32")]
+    finally:
+        watcher.close()
+    assert sorted(api.calls) == [
+        ("deployments", "", "team", "20"),
+        ("deployments", "a", "team", "30"),
+        ("deployments", "b", "team", "20"),
+    ]

@@ -4,9 +4,10 @@
 one per object: a step of 500 Deployments is one connection and one thread, not 500). The watch starts
 at the oldest resourceVersion among them, so no change of any of them after its applied state is missed;
 an event no newer than what is already known of its object (or about another object of the kind) is
-dropped. That comparison needs resourceVersions that are integers, as etcd's are (and as Kubernetes
-defines them comparable since 1.34); where one is not (an aggregated API server's own), or where a
-group has one object, each object gets its own watch with a field selector on its name.
+dropped. That comparison needs resourceVersions that are integers, as the API server's etcd-backed ones
+are; where one is not (an aggregated API server's own), or where a group has one object, each object
+gets its own watch with a field selector on its name. So does each object of a collection whose watch
+is forbidden (RBAC that grants watch by name only, with ``resourceNames``).
 
 A dropped watch (connection lost, API server restarted, server-side timeout) resumes from the last
 resourceVersion seen, bookmarks included; a 410 Gone starts over from the current state. Threads are
@@ -91,6 +92,12 @@ class Watcher:
             except ApiStatusError as err:
                 if err.code == 410:
                     version = ""
+                elif err.code == 403 and not c.name:
+                    # RBAC that grants watch by name only (resourceNames): a watch per object, each from
+                    # the newest state known of it.
+                    for single in c.singles():
+                        self._start(single)
+                    return
                 elif err.code not in TRANSIENT:
                     for key in c.members():
                         self.updates.put((key, err))
@@ -121,6 +128,14 @@ class _Collection:
 
     def members(self) -> list[Key]:
         return list(self._keys.values())
+
+    def singles(self) -> list[_Collection]:
+        """One watch by name per object, each from the newest version known of it."""
+        res, namespace = self.res, self.namespace
+        return [
+            _Collection(res, namespace, [Watched(key, res, str(self._known[name]))], by_name=True)
+            for name, key in self._keys.items()
+        ]
 
     def news(self, name: str, version: str) -> Key | None:
         """The key of ``name`` if an event at ``version`` tells something not known yet about it."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import http.client
 import json
 import select
+import socket
 import ssl
 import threading
 from collections.abc import Mapping
@@ -112,13 +113,15 @@ class SocketWire:
     # --- connections -------------------------------------------------------------------------------------
 
     def _exchange(self, method: str, target: str, body: bytes | None, headers: dict[str, str]) -> Reply:
-        conn = self._connection()
         try:
+            conn = self._connection()
             conn.request(method, self._prefix + target, body=body, headers=headers)
             response = conn.getresponse()
             data = response.read()
         except (OSError, http.client.HTTPException) as err:
-            conn.close()  # the next request on this thread opens a new connection
+            broken: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+            if broken is not None:
+                broken.close()  # the next request on this thread opens a new connection
             raise WireError(_describe(err)) from None
         found = {name.lower(): value for name, value in response.getheaders()}
         return Reply(response.status, response.reason, data, found)
@@ -139,6 +142,12 @@ class SocketWire:
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)
+        if conn.sock is None:
+            conn.connect()
+            # http.client writes a request's head and body separately: without TCP_NODELAY, Nagle's
+            # algorithm may hold the body until the head is acknowledged (httpcore and Go set it too).
+            sock: socket.socket = conn.sock  # type: ignore[assignment]  # set by connect()
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
 
     # --- credentials -------------------------------------------------------------------------------------

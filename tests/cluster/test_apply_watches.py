@@ -7,13 +7,19 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.rbac_v1 import PolicyRule, RoleRef, Subject
+from lightkube.resources.rbac_authorization_v1 import Role, RoleBinding
+
 from krmfn.runner.api import Resource, WatchEvent
 from krmfn.runner.engine import Options, Runner
 from krmfn.runner.events import Event, Status
 from krmfn.runner.kube import HttpApi, load_config
 from krmfn.runner.plan import build_plan
 
-from .runner_fixtures import deployment, final_wait, job
+from .cluster import Cluster
+from .runner_fixtures import Apply, deployment, final_wait, job
+from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 
 
 class CountingApi(HttpApi):
@@ -48,3 +54,30 @@ def test_a_step_of_many_deployments_and_jobs_waits_with_one_watch_per_kind(
     assert {name for _, name in api.watches} == {""}
     assert sorted(set(api.watches)) == [("deployments", ""), ("jobs", "")]
     assert len(api.watches) <= 4, api.watches
+
+
+def test_rbac_that_grants_watch_by_name_only_still_waits_for_every_object(
+    apply: Apply, cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """A deployer allowed to watch its Deployments only by name (``resourceNames``): the collection's
+    watch is forbidden, so each object is watched by name, and the step still waits to the end."""
+    names = [f"web-{i}" for i in range(3)]
+    verbs = ["get", "list", "create", "update", "patch", "delete"]
+    rules = [
+        PolicyRule(apiGroups=[""], resources=["configmaps", "secrets"], verbs=verbs),
+        PolicyRule(apiGroups=["apps"], resources=["deployments"], verbs=verbs),
+        PolicyRule(apiGroups=["apps"], resources=["deployments"], verbs=["watch"], resourceNames=names),
+    ]
+    client = cluster.client()
+    client.create(Role(metadata=ObjectMeta(name="deployer", namespace=namespace), rules=rules))
+    client.create(RoleBinding(
+        metadata=ObjectMeta(name="deployer", namespace=namespace),
+        roleRef=RoleRef(apiGroup="rbac.authorization.k8s.io", kind="Role", name="deployer"),
+        subjects=[Subject(kind="ServiceAccount", name="deployer", namespace=namespace)],
+    ))  # fmt: skip
+    kubeconfig = cluster.service_account_kubeconfig(namespace, "deployer", tmp_path / "deployer.kubeconfig")
+    docs = [final_wait(deployment(name, 0, replicas=1)) for name in names]
+    out = apply(docs, "--kubeconfig", str(kubeconfig))
+    assert out.code == 0, out.error
+    healthy = {e["object"] for e in out.of("status") if e["state"] == "current"}
+    assert healthy == {f"Deployment.apps {namespace}/{name}" for name in names}
