@@ -7,9 +7,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.models.rbac_v1 import PolicyRule, RoleRef, Subject
-from lightkube.resources.rbac_authorization_v1 import Role, RoleBinding
+from lightkube.models.rbac_v1 import PolicyRule
 
 from krmfn.runner.api import Resource, WatchEvent
 from krmfn.runner.engine import Options, Runner
@@ -18,7 +16,7 @@ from krmfn.runner.kube import HttpApi, load_config
 from krmfn.runner.plan import build_plan
 
 from .cluster import Cluster
-from .runner_fixtures import Apply, deployment, final_wait, job
+from .runner_fixtures import Apply, deployer_kubeconfig, deployment, final_wait, job
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 
 
@@ -68,14 +66,7 @@ def test_rbac_that_grants_watch_by_name_only_still_waits_for_every_object(
         PolicyRule(apiGroups=["apps"], resources=["deployments"], verbs=verbs),
         PolicyRule(apiGroups=["apps"], resources=["deployments"], verbs=["watch"], resourceNames=names),
     ]
-    client = cluster.client()
-    client.create(Role(metadata=ObjectMeta(name="deployer", namespace=namespace), rules=rules))
-    client.create(RoleBinding(
-        metadata=ObjectMeta(name="deployer", namespace=namespace),
-        roleRef=RoleRef(apiGroup="rbac.authorization.k8s.io", kind="Role", name="deployer"),
-        subjects=[Subject(kind="ServiceAccount", name="deployer", namespace=namespace)],
-    ))  # fmt: skip
-    kubeconfig = cluster.service_account_kubeconfig(namespace, "deployer", tmp_path / "deployer.kubeconfig")
+    kubeconfig = deployer_kubeconfig(cluster, namespace, tmp_path / "deployer.kubeconfig", rules)
     docs = [final_wait(deployment(name, 0, replicas=1)) for name in names]
     out = apply(docs, "--kubeconfig", str(kubeconfig))
     assert out.code == 0, out.error
