@@ -12,7 +12,9 @@
 3. Bulk: 100, 1,000 and 10,000 ConfigMaps in one step, ``krmfn apply`` against ``kubectl apply
    --server-side``, each run creating them in a fresh namespace, alternating; with krmfn's peak RSS
    (the child's ``ru_maxrss``).
-4. ``--sweep``: 1,000 ConfigMaps with ``--concurrency`` 1, 4, 8, 16 and 32, alternating with kubectl:
+4. Waited: 100 one-replica Deployments in one step (``--waited``), ``krmfn apply`` (one watch per kind
+   and namespace) against ``kubectl apply --server-side`` + ``kubectl wait --for=condition=Available --all``.
+5. ``--sweep``: 1,000 ConfigMaps with ``--concurrency`` 1, 4, 8, 16 and 32, alternating with kubectl:
    how the default (parallel.DEFAULT_CONCURRENCY) was chosen.
 
     python bench/runner_gap.py --counts 100,1000 --rounds 3    # fewer or smaller bulk rows
@@ -188,6 +190,36 @@ def bulk(
     return alternate(cluster, rounds, f"bulk{count}", ["-f", str(manifest), *flags], server_side)
 
 
+WAIT_SCRIPT = """\
+set -e
+k="{kubectl} --kubeconfig {kubeconfig} -n {ns}"
+$k apply --server-side --field-manager=bench -f {manifest} >/dev/null
+$k wait --for=condition=Available --all deployments --timeout=300s >/dev/null
+"""
+
+
+def waited(cluster: Cluster, rounds: int, workdir: Path, count: int) -> tuple[list[float], list[float], int]:
+    """``count`` one-replica Deployments in one step, waited until available: krmfn (one watch per kind
+    and namespace) against kubectl apply + ``kubectl wait --all``."""
+    docs = [deployment(0) for _ in range(count)]
+    for i, doc in enumerate(docs):
+        doc["metadata"]["name"] = f"web-{i:04d}"
+        doc["metadata"]["annotations"]["krmfn.dev/wait"] = "true"
+        doc["metadata"]["annotations"]["krmfn.dev/step-timeout"] = "300s"
+        doc["spec"]["replicas"] = 1
+        doc["spec"]["selector"]["matchLabels"]["app"] = doc["metadata"]["name"]
+        doc["spec"]["template"]["metadata"]["labels"]["app"] = doc["metadata"]["name"]
+    manifest = workdir / f"deployments-{count}.yaml"
+    manifest.write_text(dump_all_fast(docs))
+    kubectl = str(cache_dir() / "bin" / "kubectl")
+
+    def script(ns: str) -> list[str]:
+        text = WAIT_SCRIPT.format(kubectl=kubectl, kubeconfig=cluster.kubeconfig, ns=ns, manifest=manifest)
+        return ["bash", "-c", text]
+
+    return alternate(cluster, rounds, f"wait{count}", ["-f", str(manifest)], script)
+
+
 def p95(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
@@ -200,11 +232,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smoke mode: 2 sequences, 1 round, 20 objects")
     parser.add_argument("--counts", default="100,1000,10000", help="bulk sizes, comma-separated")
     parser.add_argument("--rounds", type=int, default=5, help="rounds of each comparison (10,000: at most 2)")
+    parser.add_argument("--waited", default="100", help="Deployments waited for in one step, comma-separated")
     parser.add_argument("--sweep", action="store_true", help="only the --concurrency sweep at 1,000")
     parser.add_argument("--levels", default="1,4,8,16,32", help="--sweep: the --concurrency values")
     args = parser.parse_args()
     sequences, rounds = (2, 1) if args.quick else (20, args.rounds)
     counts = [20] if args.quick else [int(c) for c in args.counts.split(",")]
+    deployments = [5] if args.quick else [int(c) for c in args.waited.split(",") if c]
     with tempfile.TemporaryDirectory(prefix="krmfn-bench-") as tmp, Cluster(Path(tmp) / "cluster") as cluster:
         if args.sweep:
             sweep(cluster, rounds, Path(tmp), [int(n) for n in args.levels.split(",")])
@@ -213,19 +247,26 @@ def main() -> None:
         ours, theirs = compare(cluster, rounds, Path(tmp))
         rows = [(count, *bulk(cluster, rounds if count < 10000 else min(rounds, 2), Path(tmp), count))
                 for count in counts]  # fmt: skip
+        waits = [(count, *waited(cluster, rounds, Path(tmp), count)) for count in deployments]
     ms = [g * 1000 for g in gaps]
     title = f"{len(ms)} boundaries over {sequences} sequences"
     print(f"### Step gap (healthy -> next step's first apply), {title}\n")
     print("| median | p95 | max |\n|---:|---:|---:|")
     print(f"| {statistics.median(ms):.1f} ms | {p95(ms):.1f} ms | {max(ms):.1f} ms |\n")
     comparison(f"3-step sequence, {rounds} round(s), seconds", ours, "kubectl apply + wait script", theirs)
-    print()
-    print(f"### ConfigMaps in one step, krmfn apply vs kubectl apply --server-side, {rounds} round(s) "
-          "(10,000: at most 2), median seconds\n")  # fmt: skip
-    print("| objects | krmfn apply | kubectl | ratio krmfn / kubectl | krmfn peak RSS |")
+    table(f"ConfigMaps in one step, krmfn apply vs kubectl apply --server-side, {rounds} round(s) "
+          "(10,000: at most 2), median seconds", "objects", "kubectl", rows)  # fmt: skip
+    table(f"Deployments (1 replica each) in one step, waited until available, {rounds} round(s), median "
+          "seconds", "Deployments", "kubectl apply + kubectl wait --all", waits)  # fmt: skip
+
+
+def table(title: str, what: str, theirs: str, rows: list[tuple[int, list[float], list[float], int]]) -> None:
+    """Rows of (count, krmfn's seconds, the other's seconds, krmfn's peak RSS in KiB), medians."""
+    print(f"\n### {title}\n")
+    print(f"| {what} | krmfn apply | {theirs} | ratio krmfn / kubectl | krmfn peak RSS |")
     print("|---:|---:|---:|---:|---:|")
-    for count, bulk_ours, bulk_theirs, rss in rows:
-        a, b = statistics.median(bulk_ours), statistics.median(bulk_theirs)
+    for count, ours, others, rss in rows:
+        a, b = statistics.median(ours), statistics.median(others)
         print(f"| {count:,} | {a:.2f} | {b:.2f} | {a / b:.2f} | {rss / 1024:.0f} MB |")
 
 

@@ -82,10 +82,11 @@ def test_the_pipe_and_the_exec_transformer_variants_render_the_same_objects(tmp_
 @pytest.mark.cluster
 def test_runner_benchmarks_run_and_print_tables() -> None:
     stdout = quick("runner_gap.py")
-    for title in ("### Step gap", "### 3-step sequence", "### ConfigMaps in one step"):
+    for title in ("### Step gap", "### 3-step sequence", "### ConfigMaps in one step", "### Deployments"):
         assert title in stdout
     assert stdout.count("ratio krmfn / kubectl (medians):") == 1
     assert re.search(r"^\| 20 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| \d+ MB \|$", stdout, re.MULTILINE), stdout
+    assert re.search(r"^\| 5 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| \d+ MB \|$", stdout, re.MULTILINE), stdout
 
 
 @pytest.mark.e2e

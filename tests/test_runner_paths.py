@@ -208,9 +208,8 @@ class Recorder:
 def test_http_requests_keep_a_hostile_name_inside_its_segment() -> None:
     config = KubeConfig.from_one(cluster=Cluster(server="https://127.0.0.1:1"), user=User(token="t")).get()
     assert config is not None
-    api = HttpApi(config, retry_budget=0)
     recorder = Recorder()
-    api._http = httpx2.Client(base_url="https://127.0.0.1:1", transport=httpx2.MockTransport(recorder))
+    api = HttpApi(config, retry_budget=0, transport=httpx2.MockTransport(recorder))
     assert api.delete(JOBS, "x/../../../prod/jobs/victim", "team", uid="u", propagation="Foreground") is False
     assert api.get(JOBS, "victim", "team/../prod") is None
     assert api.logs("p/../../victim", "team", "main", 5) is None

@@ -111,7 +111,10 @@ class Api(Protocol):
 
     def watch(
         self, res: Resource, name: str, namespace: str, resource_version: str, stop: threading.Event
-    ) -> Iterator[WatchEvent]: ...
+    ) -> Iterator[WatchEvent]:
+        """Events after ``resource_version`` ("": the current state first, as ADDED) of the object
+        ``name``, or of every object of the kind in ``namespace`` when ``name`` is empty."""
+        ...
 
     def logs(
         self, name: str, namespace: str, container: str, tail: int, previous: bool = False

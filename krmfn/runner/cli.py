@@ -328,7 +328,8 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         return EXIT_FAILED
     namespace = args.namespace or api.default_namespace
     try:
-        plan = _make_plan(args, docs, namespace)
+        if namespace != (args.namespace or "default"):  # the first plan's namespace was a stand-in
+            plan = _make_plan(args, docs, namespace)
         check_applyset(plan, identity.name, namespace)
     except RunnerError as err:
         _fail("apply", err)

@@ -125,7 +125,7 @@ class Differ:
                 self._pending_crd[item.key] = crd
                 continue
             if not res.namespaced:
-                item.obj["metadata"].pop("namespace", None)
+                item.drop_namespace()
             self._resources[item.key] = res
 
     def _change(

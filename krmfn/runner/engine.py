@@ -60,6 +60,8 @@ from krmfn.runner.waiter import Watched, Watcher
 
 T = TypeVar("T")
 P = ParamSpec("P")
+Waiting = Callable[[], list[tuple[str, str]]]
+"""What a step still waits for (object, why), computed only when an error needs it."""
 POLL = 0.2  # how often a wait looks at the stop flag and the deadline when no event arrives
 UNCHANGED: frozenset[ApplyAction] = frozenset({"unchanged", "skipped"})
 CHANGED: frozenset[ApplyAction] = frozenset({"created", "configured", "recreated"})
@@ -294,7 +296,7 @@ class Runner:
 
     def _place(self, item: Item, res: Resource) -> None:
         if not res.namespaced:
-            item.obj["metadata"].pop("namespace", None)
+            item.drop_namespace()
         self._resources[item.key] = res
 
     # --- inventory ---------------------------------------------------------------------------------------
@@ -647,7 +649,7 @@ class Runner:
             watcher.follow(Watched(key, res, version))
             while True:
                 update = self._next(
-                    watcher, deadline, step, [(str(key), "waiting for the deletion to finish")]
+                    watcher, deadline, step, lambda: [(str(key), "waiting for the deletion to finish")]
                 )
                 if update is None:
                     continue
@@ -668,24 +670,32 @@ class Runner:
         by_key = {t.key: t for t in tracked}
         watcher = Watcher(self.api, self.clock.sleep)
         try:
+            watched = []
             for t in tracked:
                 states[t.key] = self._health(t, t.live)
                 self._status(step, t.key, states[t.key], started, quiet, t=t)
                 self._settle(step, t, t.live, states[t.key])
                 if not states[t.key].done:
                     version = str(((t.live or {}).get("metadata") or {}).get("resourceVersion", ""))
-                    watcher.follow(Watched(t.key, t.res, version))
+                    watched.append(Watched(t.key, t.res, version))
+            watcher.follow_all(watched)
             pending = [k for k, h in states.items() if not h.done]
             if pending and not quiet:
                 self.emit(Wait(step.index, step.name, [str(k) for k in pending], step.timeout))
-            while any(not h.done for h in states.values()):
-                for t in tracked:
-                    if jobs.is_job(t.key) and not states[t.key].done and self._poll_pods(t):
+            # Kept up to date rather than recomputed per event: a step of N objects sees ~N events.
+            running = set(pending)
+            job_items = [t for t in tracked if jobs.is_job(t.key)]
+
+            def waiting() -> list[tuple[str, str]]:
+                return [(str(k), states[k].message) for k in states if k in running]
+
+            while running:
+                for t in job_items:
+                    if t.key in running and self._poll_pods(t):
                         new = self._health(t, t.live)
                         if new != states[t.key]:
                             states[t.key] = new
                             self._status(step, t.key, new, started, quiet, t=t)
-                waiting = [(str(k), h.message) for k, h in states.items() if not h.done]
                 update = self._next(watcher, deadline, step, waiting)
                 if update is None:
                     continue
@@ -701,6 +711,10 @@ class Runner:
                     states[key] = new
                     self._status(step, key, new, started, quiet, t=t)
                 self._settle(step, t, obj, new)
+                if new.done:
+                    running.discard(key)
+                else:
+                    running.add(key)
         finally:
             watcher.close()
 
@@ -763,12 +777,12 @@ class Runner:
         ]
 
     def _next(
-        self, watcher: Watcher, deadline: float, step: Step, waiting: list[tuple[str, str]]
+        self, watcher: Watcher, deadline: float, step: Step, waiting: Waiting
     ) -> tuple[Key, dict[str, Any] | RunnerError | None] | None:
         self._check_stop(waiting)
         remaining = deadline - self.clock.monotonic()
         if remaining <= 0:
-            raise StepTimeout(step.name, step.timeout_text, waiting)
+            raise StepTimeout(step.name, step.timeout_text, waiting())
         try:
             return watcher.updates.get(timeout=min(POLL, remaining))
         except queue.Empty:
@@ -826,11 +840,11 @@ class Runner:
 
     # --- helpers -----------------------------------------------------------------------------------------
 
-    def _check_stop(self, waiting: list[tuple[str, str]] | None = None) -> None:
+    def _check_stop(self, waiting: Waiting | None = None) -> None:
         if self._signal is not None:
             raise Interrupted(self._signal, self._during)
         if self._deadline is not None and self.clock.monotonic() >= self._deadline:
-            raise RunTimeout(self.options.timeout, self._during, waiting or [])
+            raise RunTimeout(self.options.timeout, self._during, waiting() if waiting else [])
         if self._inventory is not None:
             self._inventory.check()
 

@@ -77,10 +77,19 @@ def key_of(obj: dict[str, Any]) -> Key:
 @dataclass
 class Item:
     obj: dict[str, Any]
+    _key: Key | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def key(self) -> Key:
-        return key_of(self.obj)
+        """Computed once: the engine asks for it many times per object (a big step is thousands)."""
+        if self._key is None:
+            self._key = key_of(self.obj)
+        return self._key
+
+    def drop_namespace(self) -> None:
+        """For a kind the cluster serves cluster-scoped, which the plan could not know."""
+        self.obj["metadata"].pop("namespace", None)
+        self._key = None
 
     @property
     def api_version(self) -> str:

@@ -1,4 +1,13 @@
-"""Watch-based waiting: one thread per object follows its watch and feeds a queue; the engine consumes.
+"""Watch-based waiting: watches feed a queue of object updates; the engine consumes.
+
+``follow_all`` watches the objects of one kind in one namespace with one watch of that collection (not
+one per object: a step of 500 Deployments is one connection and one thread, not 500). The watch starts
+at the oldest resourceVersion among them, so no change of any of them after its applied state is missed;
+an event no newer than what is already known of its object (or about another object of the kind) is
+dropped. That comparison needs resourceVersions that are integers, as the API server's etcd-backed ones
+are; where one is not (an aggregated API server's own), or where a group has one object, each object
+gets its own watch with a field selector on its name. So does each object of a collection whose watch
+is forbidden (RBAC that grants watch by name only, with ``resourceNames``).
 
 A dropped watch (connection lost, API server restarted, server-side timeout) resumes from the last
 resourceVersion seen, bookmarks included; a 410 Gone starts over from the current state. Threads are
@@ -10,7 +19,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +29,7 @@ from krmfn.runner.plan import Key
 
 # A queue entry: the object (None: deleted), or the error that ended the watch for good.
 Update = tuple[Key, dict[str, Any] | RunnerError | None]
+TRANSIENT = frozenset({429, 500, 502, 503, 504})
 
 
 @dataclass
@@ -35,22 +45,36 @@ class Watcher:
         self.updates: queue.Queue[Update] = queue.Queue()
         self.stop = threading.Event()
         self._sleep = sleep
-        self._threads: list[threading.Thread] = []
 
     def follow(self, watched: Watched) -> None:
-        thread = threading.Thread(target=self._run, args=(watched,), daemon=True, name=f"watch {watched.key}")
-        self._threads.append(thread)
-        thread.start()
+        """One object, with a watch of its own."""
+        self._start(_Collection(watched.res, watched.key.namespace, [watched], by_name=True))
+
+    def follow_all(self, watched: Iterable[Watched]) -> None:
+        """Objects, with one watch per kind and namespace where their resourceVersions allow it."""
+        grouped: dict[tuple[Resource, str], list[Watched]] = {}
+        for w in watched:
+            grouped.setdefault((w.res, w.key.namespace), []).append(w)
+        for (res, namespace), members in grouped.items():
+            if len(members) > 1 and all(_version(w.resource_version) is not None for w in members):
+                self._start(_Collection(res, namespace, members, by_name=False))
+            else:
+                for w in members:
+                    self.follow(w)
 
     def close(self) -> None:
         self.stop.set()
 
-    def _run(self, watched: Watched) -> None:
-        key, res, version = watched.key, watched.res, watched.resource_version
+    def _start(self, collection: _Collection) -> None:
+        name = f"watch {collection}"
+        threading.Thread(target=self._run, args=(collection,), daemon=True, name=name).start()
+
+    def _run(self, c: _Collection) -> None:
+        version = c.start
         delay = 0.05
         while not self.stop.is_set():
             try:
-                for kind, obj in self.api.watch(res, key.name, key.namespace, version, self.stop):
+                for kind, obj in self.api.watch(c.res, c.name, c.namespace, version, self.stop):
                     delay = 0.05
                     if kind == "ERROR":
                         if obj.get("code") == 410:
@@ -58,15 +82,25 @@ class Watcher:
                             break
                         raise ApiStatusError(int(obj.get("code") or 0), str(obj.get("reason", "")),
                                              str(obj.get("message", "")))  # fmt: skip
-                    version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                    meta = obj.get("metadata") or {}
+                    version = str(meta.get("resourceVersion") or version)
                     if kind == "BOOKMARK":
                         continue
-                    self.updates.put((key, None if kind == "DELETED" else obj))
+                    key = c.news(str(meta.get("name") or ""), version)
+                    if key is not None:
+                        self.updates.put((key, None if kind == "DELETED" else obj))
             except ApiStatusError as err:
                 if err.code == 410:
                     version = ""
-                elif err.code not in (429, 500, 502, 503, 504):
-                    self.updates.put((key, err))
+                elif err.code == 403 and not c.name:
+                    # RBAC that grants watch by name only (resourceNames): a watch per object, each from
+                    # the newest state known of it.
+                    for single in c.singles():
+                        self._start(single)
+                    return
+                elif err.code not in TRANSIENT:
+                    for key in c.members():
+                        self.updates.put((key, err))
                     return
             except RunnerError:
                 pass  # dropped connection: resume below from the last version seen
@@ -74,3 +108,51 @@ class Watcher:
                 return
             self._sleep(delay)
             delay = min(delay * 2, 2.0)
+
+
+class _Collection:
+    """What one watch follows: one object by name, or several objects of one kind in one namespace."""
+
+    def __init__(self, res: Resource, namespace: str, members: list[Watched], *, by_name: bool) -> None:
+        self.res = res
+        self.namespace = namespace
+        self.name = members[0].key.name if by_name else ""
+        self._keys = {w.key.name: w.key for w in members}
+        # The newest state known of each object (None: not comparable, every event is news).
+        self._known = {w.key.name: _version(w.resource_version) for w in members}
+        versions = [v for v in self._known.values() if v is not None]
+        if by_name:
+            self.start = members[0].resource_version
+        else:
+            self.start = str(min(versions)) if versions else ""
+
+    def members(self) -> list[Key]:
+        return list(self._keys.values())
+
+    def singles(self) -> list[_Collection]:
+        """One watch by name per object, each from the newest version known of it."""
+        res, namespace = self.res, self.namespace
+        return [
+            _Collection(res, namespace, [Watched(key, res, str(self._known[name]))], by_name=True)
+            for name, key in self._keys.items()
+        ]
+
+    def news(self, name: str, version: str) -> Key | None:
+        """The key of ``name`` if an event at ``version`` tells something not known yet about it."""
+        key = self._keys.get(name)
+        if key is None:
+            return None  # another object of the kind in the namespace
+        known, seen = self._known[name], _version(version)
+        if known is not None and seen is not None:
+            if seen <= known:
+                return None  # a state older than (or the same as) the one already known
+            self._known[name] = seen
+        return key
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.res.plural} {where}{self.name or '*'}"
+
+
+def _version(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() else None

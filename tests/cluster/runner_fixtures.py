@@ -26,9 +26,12 @@ from typing import Any
 import pytest
 from lightkube import Client
 from lightkube.core.resource import NamespacedResource
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.rbac_v1 import PolicyRule, RoleRef, Subject
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import ConfigMap, Secret
+from lightkube.resources.rbac_authorization_v1 import Role, RoleBinding
 
 from krmfn.runner.applyset import (
     GROUP_KINDS,
@@ -43,6 +46,7 @@ from krmfn.runner.cli import main
 from krmfn.runner.lock import LOCK
 from krmfn.yaml.io import dump_all_fast
 
+from .cluster import Cluster
 from .objects import meta
 
 Doc = dict[str, Any]
@@ -293,3 +297,16 @@ def inventory_problems(client: Client, namespace: str, applyset: str = "krmfn") 
         if not sep or job_ref.count("/") != 1 or len(spec_hash) != 32 or outcome not in OUTCOMES:
             problems.append(f"malformed Job record {entry!r}")
     return problems
+
+
+def deployer_kubeconfig(cluster: Cluster, namespace: str, path: Path, rules: list[PolicyRule]) -> Path:
+    """A kubeconfig at ``path`` for the ServiceAccount ``deployer`` of ``namespace``, allowed ``rules``
+    there and nothing else."""
+    client = cluster.client()
+    client.create(Role(metadata=ObjectMeta(name="deployer", namespace=namespace), rules=rules))
+    client.create(RoleBinding(
+        metadata=ObjectMeta(name="deployer", namespace=namespace),
+        roleRef=RoleRef(apiGroup="rbac.authorization.k8s.io", kind="Role", name="deployer"),
+        subjects=[Subject(kind="ServiceAccount", name="deployer", namespace=namespace)],
+    ))  # fmt: skip
+    return cluster.service_account_kubeconfig(namespace, "deployer", path)

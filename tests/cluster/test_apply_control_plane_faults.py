@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 from chaos.proxy import FaultProxy
 from lightkube import Client
@@ -23,6 +22,7 @@ from krmfn.runner.engine import Options, Runner
 from krmfn.runner.kube import HttpApi, load_config
 from krmfn.runner.lock import LOCK
 from krmfn.runner.plan import build_plan
+from krmfn.runner.wire import Reply, WireError
 
 from .cluster import Cluster
 from .objects import annotations_of
@@ -101,20 +101,21 @@ def test_parent_write_whose_answer_is_lost_is_not_taken_for_a_lost_lock(
     Here the answer of one PUT of the parent is dropped after the server applied it: the release at the
     end, or a record written mid-run (it carries the lock)."""
     api = HttpApi(load_config(str(kubeconfig), None))
-    real = api._http.request
+    real = api._wire.send
     dropped: list[str] = []
 
-    def request(method: str, path: str, **kwargs: Any) -> Any:
-        response = real(method, path, **kwargs)
-        body = json.loads(kwargs.get("content") or "{}")
-        locked = LOCK in ((body.get("metadata") or {}).get("annotations") or {})
+    def send(method: str, target: str, body: bytes | None, headers: Any) -> Reply:
+        reply = real(method, target, body, headers)
+        sent = json.loads(body or b"{}")
+        locked = LOCK in ((sent.get("metadata") or {}).get("annotations") or {})
+        path = target.partition("?")[0]
         is_parent = method == "PUT" and path.endswith(f"/namespaces/{namespace}/secrets/krmfn")
-        if is_parent and not dropped and locked == (lost == "record") and response.status_code == 200:
+        if is_parent and not dropped and locked == (lost == "record") and reply.status == 200:
             dropped.append(method)
-            raise httpx2.ReadError("connection reset by peer (the answer was lost)")
-        return response
+            raise WireError("connection reset by peer (the answer was lost)")
+        return reply
 
-    monkeypatch.setattr(api._http, "request", request)
+    monkeypatch.setattr(api._wire, "send", send)
     docs = [job("db-migration", 0), configmap("after", 1)]
     plan = build_plan(docs, namespace=namespace, default_timeout=30)
     try:

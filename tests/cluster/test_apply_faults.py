@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.models.rbac_v1 import PolicyRule, RoleRef, Subject
+from lightkube.models.rbac_v1 import PolicyRule
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import ConfigMap, Pod, Secret
-from lightkube.resources.rbac_authorization_v1 import Role, RoleBinding
 from lightkube.types import PatchType
 
 from krmfn.runner.engine import Options, Result, Runner
@@ -38,6 +37,7 @@ from .runner_fixtures import (
     Doc,
     Spawn,
     configmap,
+    deployer_kubeconfig,
     deployment,
     final_wait,
     inventory_problems,
@@ -136,16 +136,9 @@ def test_runner_killed_twice_then_rerun_completes_and_no_job_runs_twice(
 
 def restricted_kubeconfig(cluster: Cluster, namespace: str, path: Path) -> Path:
     """A ServiceAccount that may manage ConfigMaps and the inventory Secret, and nothing else."""
-    client = cluster.client()
     verbs = ["get", "list", "create", "update", "patch", "delete"]
     rules = [PolicyRule(apiGroups=[""], resources=["configmaps", "secrets"], verbs=verbs)]
-    client.create(Role(metadata=ObjectMeta(name="deployer", namespace=namespace), rules=rules))
-    client.create(RoleBinding(
-        metadata=ObjectMeta(name="deployer", namespace=namespace),
-        roleRef=RoleRef(apiGroup="rbac.authorization.k8s.io", kind="Role", name="deployer"),
-        subjects=[Subject(kind="ServiceAccount", name="deployer", namespace=namespace)],
-    ))  # fmt: skip
-    return cluster.service_account_kubeconfig(namespace, "deployer", path)
+    return deployer_kubeconfig(cluster, namespace, path, rules)
 
 
 @dataclass

@@ -1,0 +1,74 @@
+"""Waiting for many objects on the real control plane: one watch per kind and namespace, not one per object
+(issue 20), with every object's health still followed to the end."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from lightkube.models.rbac_v1 import PolicyRule
+
+from krmfn.runner.api import Resource, WatchEvent
+from krmfn.runner.engine import Options, Runner
+from krmfn.runner.events import Event, Status
+from krmfn.runner.kube import HttpApi, load_config
+from krmfn.runner.plan import build_plan
+
+from .cluster import Cluster
+from .runner_fixtures import Apply, deployer_kubeconfig, deployment, final_wait, job
+from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
+
+
+class CountingApi(HttpApi):
+    """The real HTTP API, with each watch request it opens recorded."""
+
+    watches: list[tuple[str, str]]
+
+    def watch(
+        self, res: Resource, name: str, namespace: str, resource_version: str, stop: threading.Event
+    ) -> Iterator[WatchEvent]:
+        self.watches.append((res.plural, name))
+        return super().watch(res, name, namespace, resource_version, stop)
+
+
+def test_a_step_of_many_deployments_and_jobs_waits_with_one_watch_per_kind(
+    kubeconfig: Path, namespace: str
+) -> None:
+    docs = [final_wait(deployment(f"web-{i}", 0, replicas=1)) for i in range(12)]
+    docs += [job(f"task-{i}", 0) for i in range(4)]
+    api = CountingApi(load_config(str(kubeconfig), None))
+    api.watches = []
+    events: list[Event] = []
+    plan = build_plan(docs, namespace=namespace, default_timeout=60)
+    try:
+        result = Runner(api, Options(namespace=namespace, applyset="watches"), events.append).run(plan)
+    finally:
+        api.close()
+    assert result.ok, result.error
+    current = {e.object for e in events if isinstance(e, Status) and e.state == "current"}
+    assert len(current) == 16  # every object was followed until healthy
+    # One watch of each collection (a dropped one may be resumed), none by object name.
+    assert {name for _, name in api.watches} == {""}
+    assert sorted(set(api.watches)) == [("deployments", ""), ("jobs", "")]
+    assert len(api.watches) <= 4, api.watches
+
+
+def test_rbac_that_grants_watch_by_name_only_still_waits_for_every_object(
+    apply: Apply, cluster: Cluster, namespace: str, tmp_path: Path
+) -> None:
+    """A deployer allowed to watch its Deployments only by name (``resourceNames``): the collection's
+    watch is forbidden, so each object is watched by name, and the step still waits to the end."""
+    names = [f"web-{i}" for i in range(3)]
+    verbs = ["get", "list", "create", "update", "patch", "delete"]
+    rules = [
+        PolicyRule(apiGroups=[""], resources=["configmaps", "secrets"], verbs=verbs),
+        PolicyRule(apiGroups=["apps"], resources=["deployments"], verbs=verbs),
+        PolicyRule(apiGroups=["apps"], resources=["deployments"], verbs=["watch"], resourceNames=names),
+    ]
+    kubeconfig = deployer_kubeconfig(cluster, namespace, tmp_path / "deployer.kubeconfig", rules)
+    docs = [final_wait(deployment(name, 0, replicas=1)) for name in names]
+    out = apply(docs, "--kubeconfig", str(kubeconfig))
+    assert out.code == 0, out.error
+    healthy = {e["object"] for e in out.of("status") if e["state"] == "current"}
+    assert healthy == {f"Deployment.apps {namespace}/{name}" for name in names}
