@@ -89,6 +89,28 @@ def test_directory_and_stdin_inputs(
 
 
 @pytest.mark.parametrize(
+    "argv",
+    [
+        ["plan", "-f", "-", "--health-checks", "-"],
+        ["plan", "-f", "-", "-f", "-"],
+        ["apply", "-f", "-", "--health-checks", "-", "--applyset", "app"],
+        ["apply", "-f", "-", "-f", "-", "--applyset", "app"],
+        ["diff", "-f", "-", "-f", "-", "--applyset", "app"],
+    ],
+    ids=" ".join,
+)
+def test_standard_input_read_twice_is_a_usage_error(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stream = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO(stream))
+    assert main([*argv, "-n", "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"krmfn {argv[0]}: standard input can be read only once: ")
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
     ("content", "message"),
     [
         pytest.param(None, "no such file or directory", id="missing-file"),

@@ -228,6 +228,13 @@ def main(argv: list[str], api_factory: ApiFactory = _api_from_args) -> int:
         return EXIT_USAGE
     args = parser(command).parse_args(rest)
     try:
+        readers = (args.filename or []).count("-") + (getattr(args, "health_checks", None) == "-")
+        if readers > 1:
+            # The second reader would find stdin empty and report a confusing "found 0 documents".
+            raise SourceError(
+                "standard input can be read only once: pass - to one of -f and --health-checks, "
+                "the other a file"
+            )
         if args.kustomize:
             docs = kustomize_build(
                 args.kustomize, alpha_plugins=args.enable_alpha_plugins or args.enable_exec,

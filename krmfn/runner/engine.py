@@ -66,6 +66,7 @@ POLL = 0.2  # how often a wait looks at the stop flag and the deadline when no e
 UNCHANGED: frozenset[ApplyAction] = frozenset({"unchanged", "skipped"})
 CHANGED: frozenset[ApplyAction] = frozenset({"created", "configured", "recreated"})
 POD_POLL = 1.0  # how often a wait lists the pods of a pending Job, to show failures as they happen
+JOBS_PER_LIST = 50  # Jobs whose pods one list request asks for (a label selector ``in (...)``)
 
 
 class Clock(Protocol):
@@ -142,7 +143,8 @@ class Tracked:
     """Health decided without the cluster (a Job deleted by its TTL, a Job rendered suspended)."""
     problems: list[jobs.PodProblem] = field(default_factory=list)
     """A Job's pod failures seen while waiting: kept, since the pods may be gone when the Job fails."""
-    polled: float = -1.0
+    next_poll: float = 0.0
+    """When the Job's pods are listed next (the engine clock's time)."""
     logs: dict[tuple[str, str, bool], str | None] = field(default_factory=dict)
     """Log text read while waiting, by (pod, container, previous): the pods may be gone at the failure."""
     failure: tuple[Health, list[joblogs.ContainerLog]] | None = None
@@ -690,12 +692,13 @@ class Runner:
                 return [(str(k), states[k].message) for k in states if k in running]
 
             while running:
-                for t in job_items:
-                    if t.key in running and self._poll_pods(t):
-                        new = self._health(t, t.live)
-                        if new != states[t.key]:
-                            states[t.key] = new
-                            self._status(step, t.key, new, started, quiet, t=t)
+                now = self.clock.monotonic()
+                due = [t for t in job_items if t.key in running and t.live is not None and now >= t.next_poll]
+                for t in self._poll_pods(due, now):
+                    new = self._health(t, t.live)
+                    if new != states[t.key]:
+                        states[t.key] = new
+                        self._status(step, t.key, new, started, quiet, t=t)
                 update = self._next(watcher, deadline, step, waiting)
                 if update is None:
                     continue
@@ -742,14 +745,25 @@ class Runner:
                 return custom
         return health(live)
 
-    def _poll_pods(self, t: Tracked) -> bool:
-        """Lists the pods of the running Job ``t`` at most every POD_POLL seconds; whether its pod
-        failures changed."""
-        now = self.clock.monotonic()
-        if t.live is None or (t.polled >= 0 and now - t.polled < POD_POLL):
-            return False
-        t.polled = now
-        found = jobs.pod_problems(self._job_pods(t.key, t.live), t.live.get("spec") or {})
+    def _poll_pods(self, due: list[Tracked], now: float) -> list[Tracked]:
+        """Lists the pods of the running Jobs ``due`` (one request per namespace for up to JOBS_PER_LIST of
+        them, not one per Job) and polls them again after POD_POLL seconds; the Jobs whose pod failures
+        changed."""
+        changed = []
+        by_namespace: dict[str, list[Tracked]] = {}
+        for t in due:
+            t.next_poll = now + POD_POLL
+            by_namespace.setdefault(t.key.namespace, []).append(t)
+        for namespace, group in by_namespace.items():
+            for first in range(0, len(group), JOBS_PER_LIST):
+                chunk = group[first : first + JOBS_PER_LIST]
+                pods = self._pods_of_jobs(namespace, [t.key.name for t in chunk])
+                changed += [t for t in chunk if self._pod_problems_changed(t, pods)]
+        return changed
+
+    def _pod_problems_changed(self, t: Tracked, pods: list[dict[str, Any]]) -> bool:
+        assert t.live is not None
+        found = jobs.pod_problems(_owned_by(pods, t.live), t.live.get("spec") or {})
         if not found or found == t.problems:
             return False  # pods of a finished attempt may be gone: keep what was seen
         t.problems = found
@@ -763,18 +777,15 @@ class Runner:
                 )
         return True
 
-    def _job_pods(self, key: Key, job: dict[str, Any]) -> list[dict[str, Any]]:
+    def _pods_of_jobs(self, namespace: str, names: list[str]) -> list[dict[str, Any]]:
+        """The pods of the Jobs ``names`` (by the label the Job controller sets); none when they cannot be
+        listed: pod details are a courtesy, the Job's own status decides."""
+        label = "batch.kubernetes.io/job-name"
+        selector = f"{label}={names[0]}" if len(names) == 1 else f"{label} in ({','.join(names)})"
         try:
-            pods_res = self.api.resource("v1", "Pod")
-            pods = self.api.list(pods_res, key.namespace, f"batch.kubernetes.io/job-name={key.name}")
+            return self.api.list(self.api.resource("v1", "Pod"), namespace, selector)
         except RunnerError:
-            return []  # pod details are a courtesy: the Job's own status decides
-        uid = (job.get("metadata") or {}).get("uid")
-        return [
-            p
-            for p in pods
-            if any(o.get("uid") == uid for o in (p.get("metadata") or {}).get("ownerReferences") or [])
-        ]
+            return []
 
     def _next(
         self, watcher: Watcher, deadline: float, step: Step, waiting: Waiting
@@ -817,7 +828,8 @@ class Runner:
         self, t: Tracked, job: dict[str, Any], found: Health
     ) -> tuple[Health, list[joblogs.ContainerLog]]:
         """The failed Job's health with its pods' exit codes and last log lines (joblogs.py)."""
-        problems = jobs.pod_problems(self._job_pods(t.key, job), job.get("spec") or {}) or t.problems
+        pods = _owned_by(self._pods_of_jobs(t.key.namespace, [t.key.name]), job)
+        problems = jobs.pod_problems(pods, job.get("spec") or {}) or t.problems
 
         def fetch(pod: str, container: str, lines: int, previous: bool) -> str | None:
             found = self.api.logs(pod, t.key.namespace, container, lines, previous)
@@ -847,6 +859,16 @@ class Runner:
             raise RunTimeout(self.options.timeout, self._during, waiting() if waiting else [])
         if self._inventory is not None:
             self._inventory.check()
+
+
+def _owned_by(pods: list[dict[str, Any]], job: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pods of ``pods`` that this very Job owns (not an earlier Job of the same name)."""
+    uid = (job.get("metadata") or {}).get("uid")
+    return [
+        p
+        for p in pods
+        if any(o.get("uid") == uid for o in (p.get("metadata") or {}).get("ownerReferences") or [])
+    ]
 
 
 def _changed(before: dict[str, Any] | None, after: dict[str, Any]) -> bool:

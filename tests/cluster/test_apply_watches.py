@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from lightkube.models.rbac_v1 import PolicyRule
 
@@ -24,6 +25,11 @@ class CountingApi(HttpApi):
     """The real HTTP API, with each watch request it opens recorded."""
 
     watches: list[tuple[str, str]]
+    lists: list[tuple[str, str]]
+
+    def list(self, res: Resource, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        self.lists.append((res.plural, label_selector))
+        return super().list(res, namespace, label_selector)
 
     def watch(
         self, res: Resource, name: str, namespace: str, resource_version: str, stop: threading.Event
@@ -38,7 +44,7 @@ def test_a_step_of_many_deployments_and_jobs_waits_with_one_watch_per_kind(
     docs = [final_wait(deployment(f"web-{i}", 0, replicas=1)) for i in range(12)]
     docs += [job(f"task-{i}", 0) for i in range(4)]
     api = CountingApi(load_config(str(kubeconfig), None))
-    api.watches = []
+    api.watches, api.lists = [], []
     events: list[Event] = []
     plan = build_plan(docs, namespace=namespace, default_timeout=60)
     try:
@@ -72,3 +78,27 @@ def test_rbac_that_grants_watch_by_name_only_still_waits_for_every_object(
     assert out.code == 0, out.error
     healthy = {e["object"] for e in out.of("status") if e["state"] == "current"}
     assert healthy == {f"Deployment.apps {namespace}/{name}" for name in names}
+
+
+def test_the_pods_of_running_jobs_are_listed_with_one_request_per_namespace(
+    kubeconfig: Path, namespace: str
+) -> None:
+    """A Job's pods are listed every second while it runs (to show failures as they happen): for a step
+    of several Jobs that is one list of all their pods, not one per Job."""
+    names = [f"slow-{i}" for i in range(3)]
+    docs = [final_wait(job(name, 0, slow="3s")) for name in names]
+    api = CountingApi(load_config(str(kubeconfig), None))
+    api.watches, api.lists = [], []
+    plan = build_plan(docs, namespace=namespace, default_timeout=60)
+    try:
+        result = Runner(api, Options(namespace=namespace, applyset="pods"), lambda event: None).run(plan)
+    finally:
+        api.close()
+    assert result.ok, result.error
+    pod_lists = [selector for plural, selector in api.lists if plural == "pods"]
+    assert pod_lists, "the running Jobs' pods were never listed"
+    # The first poll asks for all three; later ones for those still running (all three, as they finish
+    # together here, or fewer).
+    assert pod_lists[0] == "batch.kubernetes.io/job-name in (slow-0,slow-1,slow-2)"
+    per_poll = [len(s.partition("(")[2].rstrip(")").split(",")) if " in (" in s else 1 for s in pod_lists]
+    assert sum(per_poll) > len(pod_lists), pod_lists  # requests shared between Jobs, not one per Job
