@@ -262,6 +262,8 @@ def main() -> None:
 
 def table(title: str, what: str, theirs: str, rows: list[tuple[int, list[float], list[float], int]]) -> None:
     """Rows of (count, krmfn's seconds, the other's seconds, krmfn's peak RSS in KiB), medians."""
+    if not rows:
+        return
     print(f"\n### {title}\n")
     print(f"| {what} | krmfn apply | {theirs} | ratio krmfn / kubectl | krmfn peak RSS |")
     print("|---:|---:|---:|---:|---:|")
