@@ -1,10 +1,11 @@
 """How one request reaches the API server and its answer comes back: ``Wire``, with two implementations.
 
 ``SocketWire`` sends the runner's unary requests (apply, get, list, delete, discovery) over persistent
-HTTP/1.1 connections of the standard library, one per thread. httpx builds each request through several
-layers (URL objects, header models, a connection pool, h11 events): on the test control plane that costs
-1.3-1.5 ms of CPU per request against 0.45-0.55 ms here (BENCHMARKS.md), and a big step is thousands of
-requests on a machine whose cores the API server needs too.
+HTTP/1.1 connections of the standard library, a pool that threads share (as many as requests in flight).
+httpx builds each request through several layers (URL objects, header models, a connection pool, h11
+events): on the test control plane that costs 1.3-1.5 ms of CPU per request against 0.45-0.55 ms here
+(BENCHMARKS.md), and a big step is thousands of requests on a machine whose cores the API server needs
+too.
 
 ``HttpxWire`` sends them through an httpx client, for a test's mock transport (the two wires reach the
 same servers: lightkube configures neither a proxy nor a TLS server name for either).
@@ -76,7 +77,7 @@ class HttpxWire:
 
 
 class SocketWire:
-    """Persistent standard-library connections to ``server``, one per thread, with ``auth``'s headers."""
+    """Persistent standard-library connections to ``server``, shared by threads, with ``auth``'s headers."""
 
     def __init__(self, server: str, tls: ssl.SSLContext, auth: httpx2.Auth | None, *, timeout: float) -> None:
         url = urlsplit(server)
@@ -90,8 +91,8 @@ class SocketWire:
         self._tls = tls
         self._auth = auth
         self._timeout = timeout
-        self._local = threading.local()
-        self._all: list[http.client.HTTPConnection] = []
+        self._idle: list[http.client.HTTPConnection] = []  # a stack: the most recently used first
+        self._closed = False
         self._lock = threading.Lock()
         self._auth_headers: dict[str, str] | None = None
 
@@ -106,49 +107,59 @@ class SocketWire:
 
     def close(self) -> None:
         with self._lock:
-            connections, self._all = self._all, []
-        for conn in connections:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
             conn.close()
 
     # --- connections -------------------------------------------------------------------------------------
 
     def _exchange(self, method: str, target: str, body: bytes | None, headers: dict[str, str]) -> Reply:
+        conn = self._take()
         try:
-            conn = self._connection()
+            if conn.sock is None:
+                self._open(conn)
             conn.request(method, self._prefix + target, body=body, headers=headers)
             response = conn.getresponse()
             data = response.read()
         except (OSError, http.client.HTTPException) as err:
-            broken: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
-            if broken is not None:
-                broken.close()  # the next request on this thread opens a new connection
+            conn.close()
+            self._give(conn)  # closed: the next request that takes it opens it again
             raise WireError(_describe(err)) from None
+        self._give(conn)
         found = {name.lower(): value for name, value in response.getheaders()}
         return Reply(response.status, response.reason, data, found)
 
-    def _connection(self) -> http.client.HTTPConnection:
-        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
-        if conn is not None and conn.sock is not None and _closed_by_peer(conn.sock):
+    def _take(self) -> http.client.HTTPConnection:
+        """An idle connection, else a new one (opened by the caller). Connections are shared by threads,
+        not kept per thread: the runner's worker threads come and go with each group of a step."""
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            if self._secure:
+                return http.client.HTTPSConnection(
+                    self._host, self._port, timeout=self._timeout, context=self._tls
+                )
+            return http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+        if conn.sock is not None and _closed_by_peer(conn.sock):
             # The server closed the idle connection (its idle timeout, a restart): reconnect now rather
             # than fail the request and wait for a retry.
             conn.close()
-        if conn is None:
-            if self._secure:
-                conn = http.client.HTTPSConnection(
-                    self._host, self._port, timeout=self._timeout, context=self._tls
-                )
-            else:
-                conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
-            self._local.conn = conn
-            with self._lock:
-                self._all.append(conn)
-        if conn.sock is None:
-            conn.connect()
-            # http.client writes a request's head and body separately: without TCP_NODELAY, Nagle's
-            # algorithm may hold the body until the head is acknowledged (httpcore and Go set it too).
-            sock: socket.socket = conn.sock  # type: ignore[assignment]  # set by connect()
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
+
+    def _give(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            if not self._closed:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def _open(self, conn: http.client.HTTPConnection) -> None:
+        conn.connect()
+        # http.client writes a request's head and body separately: without TCP_NODELAY, Nagle's
+        # algorithm may hold the body until the head is acknowledged (httpcore and Go set it too).
+        sock: socket.socket = conn.sock  # set by connect()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     # --- credentials -------------------------------------------------------------------------------------
 
