@@ -32,7 +32,7 @@ from krmfn.errors import InputError, RunnerError
 from krmfn.runner.api import ApiStatusError, NoSuchKind, Resource, WatchEvent, group_path, segment
 from krmfn.runner.errors import ClusterUnreachable, KubeconfigError
 from krmfn.runner.joblogs import LIMIT_BYTES as LOG_LIMIT_BYTES
-from krmfn.runner.wire import HttpxWire, Reply, SocketWire, Wire, WireError
+from krmfn.runner.wire import HttpxWire, Reply, SocketWire, Wire, WireError, first_line
 from krmfn.yaml.io import load_all_fast
 
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the server accepts a JSON body here
@@ -61,7 +61,7 @@ def load_config(kubeconfig: str | None, context: str | None) -> SingleConfig:
     try:
         single = config.get(context_name=context)
     except LightkubeConfigError as err:  # "Context 'NAME' not found", "No current context set ..."
-        raise KubeconfigError(f"the kubeconfig cannot be used: {_first_line(err)}") from None
+        raise KubeconfigError(f"the kubeconfig cannot be used: {first_line(err)}") from None
     except KeyError:
         raise KubeconfigError(
             f"the kubeconfig's context {context or config.current_context} names a cluster or user "
@@ -161,18 +161,13 @@ def _safe_reason(err: Exception) -> str:
         if exited:
             return f"exit code {exited[1]}"
         if text.startswith(("Token file ", "auth exec api version ", "auth-provider not supported")):
-            return _first_line(err)
+            return first_line(err)
         return "configuration error"
     if isinstance(err, OSError):
         return f"{err.strerror or type(err).__name__}" + (f": {err.filename}" if err.filename else "")
     if isinstance(err, ValueError | KeyError | TypeError):
         return "its output is not an ExecCredential with status.token"
     return type(err).__name__
-
-
-def _first_line(err: Exception) -> str:
-    text = str(err) or type(err).__name__
-    return text.splitlines()[0]
 
 
 class HttpApi:
@@ -368,7 +363,7 @@ class HttpApi:
                         yield str(event.get("type")), event.get("object") or {}
         except httpx2.TransportError as err:
             what = name or (f"{res.plural} in {namespace}" if namespace else res.plural)
-            raise ClusterUnreachable(f"watch of {what} dropped: {_describe(err)}") from None
+            raise ClusterUnreachable(f"watch of {what} dropped: {first_line(err)}") from None
 
     def logs(
         self, name: str, namespace: str, container: str, tail: int, previous: bool = False
@@ -458,8 +453,3 @@ def _status_error(reply: Reply) -> ApiStatusError:
     return ApiStatusError(
         reply.status, str(body.get("reason") or reply.reason), str(body.get("message") or "")
     )
-
-
-def _describe(err: Exception) -> str:
-    text = str(err) or type(err).__name__
-    return text.splitlines()[0]

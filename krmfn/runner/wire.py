@@ -69,7 +69,7 @@ class HttpxWire:
         try:
             response = self._client.request(method, target, content=body, headers=dict(headers))
         except httpx2.TransportError as err:
-            raise WireError(_first_line(err)) from None
+            raise WireError(first_line(err)) from None
         return Reply(response.status_code, response.reason_phrase, response.content, response.headers)
 
     def close(self) -> None:
@@ -217,9 +217,10 @@ def _describe(err: BaseException) -> str:
         return "the server closed the connection without an answer"
     if isinstance(err, OSError) and err.strerror:
         return err.strerror
-    return _first_line(err)
+    return first_line(err)
 
 
-def _first_line(err: BaseException) -> str:
+def first_line(err: BaseException) -> str:
+    """The first line of ``err``'s text (its type's name when it has none): one line for an error."""
     text = str(err) or type(err).__name__
     return text.splitlines()[0]
