@@ -23,9 +23,7 @@ def write_steps(groups: list[list[Obj]], config: SetStepsConfig) -> None:
         step = config.steps[index]
         timeout = normalized_timeout(step.timeout)
         for obj in group:
-            set_annotation(obj, STEP, step.name)
-            set_annotation(obj, STEP_INDEX, str(index))
-            set_annotation(obj, STEP_TIMEOUT, timeout)
+            _place(obj, step.name, index, timeout)
             if index == final:
                 set_annotation(obj, WAIT, "true" if config.wait else "false")
             else:
@@ -43,9 +41,7 @@ def write_on_failure_steps(groups: list[list[Obj]], config: SetStepsConfig) -> N
         step = config.on_failure[index]
         timeout = normalized_timeout(step.timeout)
         for obj in group:
-            set_annotation(obj, STEP, step.name)
-            set_annotation(obj, STEP_INDEX, str(index))
-            set_annotation(obj, STEP_TIMEOUT, timeout)
+            _place(obj, step.name, index, timeout)
             set_annotation(obj, ON_FAILURE, "true")
             remove_annotation(obj, WAIT)
             remove_annotation(obj, SYNC_WAVE)
@@ -123,3 +119,10 @@ def _existing(obj: Obj, results: Results) -> list[dependson.ObjRef] | None:
 
 def _find(group: list[Obj], ref: dependson.ObjRef, refs: dict[int, dependson.ObjRef]) -> Obj:
     return next(obj for obj in group if refs[id(obj)] == ref)
+
+
+def _place(obj: Obj, name: str, index: int, timeout: str) -> None:
+    """The step annotations every placed object carries: its step's name, index and timeout."""
+    set_annotation(obj, STEP, name)
+    set_annotation(obj, STEP_INDEX, str(index))
+    set_annotation(obj, STEP_TIMEOUT, timeout)
