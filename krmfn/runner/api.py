@@ -61,6 +61,10 @@ def group_path(group: str, version: str = "") -> str:
     return f"/apis/{segment(group)}" + (f"/{segment(version)}" if version else "")
 
 
+TRANSIENT = frozenset({429, 500, 502, 503, 504})
+"""Answers a request (or a watch) is retried after: too many requests, the server or a proxy failing."""
+
+
 class ApiStatusError(RunnerError):
     """A non-transient error answer of the API server (its ``Status`` reason and message)."""
 

@@ -29,14 +29,21 @@ from lightkube.core.exceptions import ConfigError as LightkubeConfigError
 
 from krmfn import __version__
 from krmfn.errors import InputError, RunnerError
-from krmfn.runner.api import ApiStatusError, NoSuchKind, Resource, WatchEvent, group_path, segment
+from krmfn.runner.api import (
+    TRANSIENT,
+    ApiStatusError,
+    NoSuchKind,
+    Resource,
+    WatchEvent,
+    group_path,
+    segment,
+)
 from krmfn.runner.errors import ClusterUnreachable, KubeconfigError
 from krmfn.runner.joblogs import LIMIT_BYTES as LOG_LIMIT_BYTES
 from krmfn.runner.wire import HttpxWire, Reply, SocketWire, Wire, WireError, first_line
 from krmfn.yaml.io import load_all_fast
 
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the server accepts a JSON body here
-RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 _POSITION = re.compile(r"line (\d+), column (\d+)")
 _FIELD = re.compile(r"at `(\$[\w.\[\]-]*)`")
 _EXEC_EXIT = re.compile(r"Exec \S+ returned (-?\d+)")
@@ -415,7 +422,7 @@ class HttpApi:
             else:
                 if reply.status < 400:
                     return reply
-                if reply.status not in RETRY_STATUS:
+                if reply.status not in TRANSIENT:
                     raise _status_error(reply)
                 retry_after = reply.headers.get("retry-after", "").strip()
                 if retry_after.isdigit():

@@ -24,12 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from krmfn.errors import RunnerError
-from krmfn.runner.api import Api, ApiStatusError, Resource
+from krmfn.runner.api import TRANSIENT, Api, ApiStatusError, Resource
 from krmfn.runner.plan import Key
 
 # A queue entry: the object (None: deleted), or the error that ended the watch for good.
 Update = tuple[Key, dict[str, Any] | RunnerError | None]
-TRANSIENT = frozenset({429, 500, 502, 503, 504})
 
 
 @dataclass
