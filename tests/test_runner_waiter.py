@@ -168,3 +168,15 @@ def test_a_forbidden_collection_watch_falls_back_to_one_watch_per_object() -> No
         ("deployments", "a", "team", "30"),
         ("deployments", "b", "team", "20"),
     ]
+
+
+def test_a_resource_version_no_integer_can_hold_is_news_and_the_watch_goes_on() -> None:
+    """Versions come from the cluster: 5,000 digits made int() raise in the watch thread, which ended it."""
+    huge = "9" * 5000
+    api = ScriptedApi({("deployments", ""): [[("MODIFIED", obj("a", huge)), ("MODIFIED", obj("b", 12))]]})
+    watcher = Watcher(api, sleep=lambda _: None)  # type: ignore[arg-type]
+    watcher.follow_all([watched(DEPLOYMENTS, "a", 10), watched(DEPLOYMENTS, "b", 10)])
+    try:
+        assert updates(watcher, 2) == [("a", huge), ("b", "12")]
+    finally:
+        watcher.close()

@@ -154,4 +154,6 @@ class _Collection:
 
 
 def _version(text: str) -> int | None:
-    return int(text) if text.isascii() and text.isdigit() else None
+    """``text`` as a comparable integer, or None. A version comes from the cluster: one longer than any
+    etcd revision is not compared (``int`` refuses over 4,300 digits, which would end the watch)."""
+    return int(text) if len(text) <= 20 and text.isascii() and text.isdigit() else None
