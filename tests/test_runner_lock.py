@@ -164,6 +164,9 @@ def test_which_leases_keep_a_run_out(case: Held) -> None:
     [
         pytest.param("ci-7/4242", "", False, id="another host: never judged gone"),
         pytest.param(f"{HOST}/not-a-pid", "", False, id="no pid"),
+        pytest.param(f"{HOST}/\u00b2", "", False, id="a digit int() refuses"),
+        pytest.param(f"{HOST}/{'9' * 5000}", "", False, id="more digits than int() takes"),
+        pytest.param(f"{HOST}/{2**70}", "", False, id="beyond any pid"),
         pytest.param(ME, "", False, id="this process, start unknown"),
         pytest.param(ME, MY_START, False, id="this process, same start"),
         pytest.param(ME, "1", True, id="this pid, another start: reused"),

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -133,7 +134,9 @@ class Lease:
         """True only when the holder ran here (this hostname, boot and PID namespace) and that process is
         certainly gone. A lease that does not say its boot and PID namespace is never judged gone."""
         host, _, pid_text = self.holder.rpartition("/")
-        if host != socket.gethostname() or not pid_text.isdigit():
+        # The lease comes from the cluster: ASCII digits only, and few (isdigit() takes "²", which int()
+        # refuses; os.kill refuses a pid beyond a C int).
+        if host != socket.gethostname() or not re.fullmatch("[0-9]{1,9}", pid_text):
             return False
         here = (_boot_id(), _pid_namespace())
         if "" in here or (self.boot, self.pidns) != here:
