@@ -180,3 +180,18 @@ def test_a_resource_version_no_integer_can_hold_is_news_and_the_watch_goes_on() 
         assert updates(watcher, 2) == [("a", huge), ("b", "12")]
     finally:
         watcher.close()
+
+
+@pytest.mark.parametrize("code", ["abc", {"x": 1}, 1.5, None, True])
+def test_a_watch_error_event_with_a_code_that_is_not_a_number_ends_the_watch_as_an_error(code: Any) -> None:
+    """Cluster data: int("abc") or int({...}) raised in the watch thread, which ended it without a word."""
+    event = {"code": code, "reason": "Odd", "message": "odd"}
+    api = ScriptedApi({("deployments", "a"): [[("ERROR", event)]]})
+    watcher = Watcher(api, sleep=lambda _: None)  # type: ignore[arg-type]
+    watcher.follow(watched(DEPLOYMENTS, "a", 1))
+    try:
+        key, err = watcher.updates.get(timeout=5)
+    finally:
+        watcher.close()
+    assert key.name == "a"
+    assert isinstance(err, ApiStatusError) and err.code == 0 and err.reason == "Odd"

@@ -79,7 +79,8 @@ class Watcher:
                         if obj.get("code") == 410:
                             version = ""  # too old: restart from the current state (sent as ADDED)
                             break
-                        raise ApiStatusError(int(obj.get("code") or 0), str(obj.get("reason", "")),
+                        code = obj.get("code")  # cluster data: a code that is not a number reads as 0
+                        raise ApiStatusError(code if type(code) is int else 0, str(obj.get("reason", "")),
                                              str(obj.get("message", "")))  # fmt: skip
                     meta = obj.get("metadata") or {}
                     version = str(meta.get("resourceVersion") or version)
