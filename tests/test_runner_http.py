@@ -4,6 +4,7 @@ the retry budget, status mapping, paths and bodies. No network, no waiting."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -163,3 +164,24 @@ def test_list_follows_continue_tokens() -> None:
     assert [i["metadata"]["name"] for i in items] == ["a", "b"]
     assert all(i["kind"] == "ConfigMap" and i["apiVersion"] == "v1" for i in items)
     assert seen[1].url.params["continue"] == "tok"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(b"<html>proxy error</html>", id="not JSON"),
+        pytest.param(b"[1, 2]", id="not an object"),
+        pytest.param(b'{"type": "MODIFIED", "object": "x"}', id="object not a mapping"),
+        pytest.param(b'{"type": "MODIFIED"}', id="no object"),
+        pytest.param(b"[" * 100_000 + b"]" * 100_000, id="nested too deep"),
+    ],
+)
+def test_a_watch_line_that_is_not_an_event_is_a_dropped_watch(body: bytes) -> None:
+    """The watch's lines come from the cluster (or a proxy): one that is not an event raised ValueError
+    or AttributeError in the waiter's thread, which ended it; now the watch is resumed like a cut one."""
+    good = b'{"type": "ADDED", "object": {"metadata": {"name": "x", "resourceVersion": "5"}}}\n'
+    http, _, _ = api(lambda request: httpx2.Response(200, content=good + body + b"\n"))
+    events = http.watch(CONFIGMAPS, "x", "apps", "", threading.Event())
+    assert next(events) == ("ADDED", {"metadata": {"name": "x", "resourceVersion": "5"}})
+    with pytest.raises(ClusterUnreachable, match=r"^watch of x: the answer is not a stream of events$"):
+        next(events)

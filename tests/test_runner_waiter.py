@@ -195,3 +195,13 @@ def test_a_watch_error_event_with_a_code_that_is_not_a_number_ends_the_watch_as_
         watcher.close()
     assert key.name == "a"
     assert isinstance(err, ApiStatusError) and err.code == 0 and err.reason == "Odd"
+
+
+def test_an_event_whose_metadata_is_not_a_mapping_is_passed_over() -> None:
+    api = ScriptedApi({("deployments", ""): [[("MODIFIED", {"metadata": "x"}), ("MODIFIED", obj("a", 12))]]})
+    watcher = Watcher(api, sleep=lambda _: None)  # type: ignore[arg-type]
+    watcher.follow_all([watched(DEPLOYMENTS, "a", 10), watched(DEPLOYMENTS, "b", 10)])
+    try:
+        assert updates(watcher, 1) == [("a", "12")]
+    finally:
+        watcher.close()

@@ -357,6 +357,7 @@ class HttpApi:
         if resource_version:
             params["resourceVersion"] = resource_version
         timeout = httpx2.Timeout(10.0, read=90.0)
+        what = name or (f"{res.plural} in {namespace}" if namespace else res.plural)
         try:
             with self._http.stream("GET", res.path(namespace), params=params, timeout=timeout) as response:
                 if response.status_code >= 400:
@@ -366,10 +367,11 @@ class HttpApi:
                     if stop.is_set():
                         return
                     if line:
-                        event = json.loads(line)
-                        yield str(event.get("type")), event.get("object") or {}
+                        event = _watch_event(line)
+                        if event is None:  # a proxy's page, a cut line: resumed as a dropped watch is
+                            raise ClusterUnreachable(f"watch of {what}: the answer is not a stream of events")
+                        yield event
         except httpx2.TransportError as err:
-            what = name or (f"{res.plural} in {namespace}" if namespace else res.plural)
             raise ClusterUnreachable(f"watch of {what} dropped: {first_line(err)}") from None
 
     def logs(
@@ -438,6 +440,18 @@ def field_value(value: str) -> str:
     """``value`` escaped for a field selector (apimachinery's ``fields.EscapeValue``), so a name cannot
     add terms to the selector."""
     return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
+
+
+def _watch_event(line: str) -> WatchEvent | None:
+    """One line of a watch: ``{"type": ..., "object": {...}}``, or None when it is not that."""
+    try:
+        event = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    found = event.get("object") if isinstance(event, dict) else None
+    if not isinstance(found, dict):
+        return None
+    return str(event.get("type")), found
 
 
 def _decode(reply: Reply) -> dict[str, Any]:

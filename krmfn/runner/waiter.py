@@ -82,7 +82,8 @@ class Watcher:
                         code = obj.get("code")  # cluster data: a code that is not a number reads as 0
                         raise ApiStatusError(code if type(code) is int else 0, str(obj.get("reason", "")),
                                              str(obj.get("message", "")))  # fmt: skip
-                    meta = obj.get("metadata") or {}
+                    meta = obj.get("metadata")
+                    meta = meta if isinstance(meta, dict) else {}
                     version = str(meta.get("resourceVersion") or version)
                     if kind == "BOOKMARK":
                         continue
