@@ -135,9 +135,13 @@ def test_not_found_is_none_for_get() -> None:
     assert http.get(CONFIGMAPS, "x", "apps") is None
 
 
-def test_a_body_that_is_not_json_is_one_clear_error() -> None:
-    http, _, _ = api(iter([httpx2.Response(200, text="<html>proxy login</html>")]))
-    with pytest.raises(ApiStatusError, match="not JSON"):
+@pytest.mark.parametrize("status_code", [200, 422], ids=["an answer", "an error answer"])
+@pytest.mark.parametrize(
+    "body", ["<html>proxy login</html>", "[" * 100_000 + "]" * 100_000], ids=["html", "nested too deep"]
+)
+def test_a_body_that_is_not_json_is_one_clear_error(body: str, status_code: int) -> None:
+    http, _, _ = api(iter([httpx2.Response(status_code, text=body)]))
+    with pytest.raises(ApiStatusError, match="not JSON" if status_code == 200 else "422"):
         http.get(CONFIGMAPS, "x", "apps")
 
 

@@ -6,6 +6,7 @@ neither lightkube nor the HTTP client.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -59,6 +60,15 @@ def group_path(group: str, version: str = "") -> str:
     if not group:
         return f"/api/{segment(version)}"
     return f"/apis/{segment(group)}" + (f"/{segment(version)}" if version else "")
+
+
+def parse_json(text: str | bytes) -> Any:
+    """JSON from the cluster (an answer, a watch line, an annotation written by anyone): ``ValueError``
+    when it is not JSON, also for arrays nested thousands deep (``json`` raises RecursionError there)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
 
 
 TRANSIENT = frozenset({429, 500, 502, 503, 504})

@@ -36,6 +36,7 @@ from krmfn.runner.api import (
     Resource,
     WatchEvent,
     group_path,
+    parse_json,
     segment,
 )
 from krmfn.runner.errors import ClusterUnreachable, KubeconfigError
@@ -445,8 +446,8 @@ def field_value(value: str) -> str:
 def _watch_event(line: str) -> WatchEvent | None:
     """One line of a watch: ``{"type": ..., "object": {...}}``, or None when it is not that."""
     try:
-        event = json.loads(line)
-    except (ValueError, RecursionError):
+        event = parse_json(line)
+    except ValueError:
         return None
     found = event.get("object") if isinstance(event, dict) else None
     if not isinstance(found, dict):

@@ -31,6 +31,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from krmfn.runner.api import parse_json
 from krmfn.terminal import cut
 
 LOCK = "krmfn.dev/lock"
@@ -120,11 +121,11 @@ class Lease:
         """The lease in an annotation value; None when it is not one (nothing to respect). The holder
         and the run are cut as runs.py cuts a record's texts: they are shown, and anyone may write them."""
         try:
-            data = json.loads(text)
+            data = parse_json(text)
             return cls(cut(str(data["holder"]), 253), cut(str(data["run"]), 64), _parse_time(data["since"]),
                        _parse_time(data["expires"]), str(data.get("start", "")),
                        str(data.get("boot", "")), str(data.get("pidns", "")))  # fmt: skip
-        except (ValueError, TypeError, KeyError, RecursionError):  # Recursion: JSON nested thousands deep
+        except (ValueError, TypeError, KeyError):
             return None
 
     def expired(self, now: datetime) -> bool:

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from krmfn.errors import RunnerError
+from krmfn.runner.api import parse_json
 from krmfn.runner.errors import Interrupted, RunTimeout, StepTimeout
 from krmfn.runner.events import Event, StepDone
 from krmfn.terminal import cut
@@ -169,8 +170,8 @@ def _step(step: Any) -> StepRecord | None:
 def parse_runs(text: str) -> list[RunRecord]:
     """The runs recorded in ``text`` (the annotation), oldest first; what does not parse is left out."""
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
+        data = parse_json(text)
+    except ValueError:
         return []
     if not isinstance(data, list):
         return []

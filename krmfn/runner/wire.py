@@ -20,7 +20,6 @@ Neither wire retries: ``HttpApi._send`` does, with one policy for both.
 from __future__ import annotations
 
 import http.client
-import json
 import select
 import socket
 import ssl
@@ -31,6 +30,8 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx2
+
+from krmfn.runner.api import parse_json
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class Reply:
 
     def json(self) -> Any:
         """The body as JSON; ``ValueError`` when it is not."""
-        return json.loads(self.body)
+        return parse_json(self.body)
 
 
 class WireError(Exception):
