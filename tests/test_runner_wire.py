@@ -251,3 +251,14 @@ def test_basic_auth_is_sent(server: Server) -> None:
     server.accepted_tokens = {"Basic " + base64.b64encode(b"admin:s3cret").decode()}
     api = connect(server, {"username": "admin", "password": "s3cret"})
     assert api.get(CONFIGMAPS, "x", "apps") is not None
+
+
+@pytest.mark.parametrize("token", ["sec\nret", "sec\rret", "sec\x00ret"])
+def test_credentials_with_a_line_break_are_one_line_without_them(server: Server, token: str) -> None:
+    """http.client refused the header with a ValueError that quoted it: a traceback showing the token."""
+    api = connect(server, {"token": token})
+    with pytest.raises(KubeconfigError) as caught:
+        api.get(CONFIGMAPS, "x", "apps")
+    assert "ret" not in str(caught.value)
+    assert len(str(caught.value).splitlines()) == 1
+    assert server.requests == []

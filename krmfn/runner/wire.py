@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 import httpx2
 
 from krmfn.runner.api import parse_json
+from krmfn.runner.errors import KubeconfigError
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,11 @@ class SocketWire:
             return None
         finally:
             flow.close()
-        return {k: v for k, v in sent.headers.items() if before.get(k) != v}
+        found = {k: v for k, v in sent.headers.items() if before.get(k) != v}
+        if any(char in value for value in found.values() for char in "\r\n\0"):
+            # http.client refuses such a header with a ValueError that quotes it: the credentials.
+            raise KubeconfigError("the kubeconfig's credentials hold a line break or NUL; they were not sent")
+        return found
 
 
 def _closed_by_peer(sock: Any) -> bool:
