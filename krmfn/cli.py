@@ -70,8 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fn(rest)
     if command == "version":
         from krmfn import __version__
+        from krmfn.terminal import write_line
 
-        print(f"krmfn {__version__}")
+        write_line(sys.stdout, f"krmfn {__version__}")
         return 0
     module = {
         "render": "krmfn.render",
@@ -83,8 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     }.get(command)
     if module is None:
         from krmfn.registry import CANONICAL_ORDER
+        from krmfn.terminal import write_line
 
-        sys.stderr.write(f"krmfn: unknown command {command!r}\n")
+        write_line(sys.stderr, f"krmfn: unknown command {command!r}")
         sys.stderr.write(USAGE.format(names=", ".join(CANONICAL_ORDER)))
         return 2
     import importlib
@@ -92,7 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         entry = importlib.import_module(module)
     except ModuleNotFoundError as err:
-        sys.stderr.write(f"krmfn: {command} is not available in this installation ({err.name} missing)\n")
+        from krmfn.terminal import write_line
+
+        write_line(sys.stderr, f"krmfn: {command} is not available in this installation ({err.name} missing)")
         return 2
     code: int = entry.main([command, *rest])
     return code
@@ -126,7 +130,9 @@ def _fn(args: list[str]) -> int:
     try:
         function = load(args[0])
     except KeyError:
-        sys.stderr.write(f"krmfn: unknown function {args[0]!r}; known: {', '.join(CANONICAL_ORDER)}\n")
+        from krmfn.terminal import write_line
+
+        write_line(sys.stderr, f"krmfn: unknown function {args[0]!r}; known: {', '.join(CANONICAL_ORDER)}")
         return 2
     return function.main(args[1:])
 
