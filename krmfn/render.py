@@ -20,6 +20,7 @@ from krmfn.cliargs import Parser, UsageError
 from krmfn.clihelp import epilog
 from krmfn.errors import KrmfnError, PipelineError
 from krmfn.kobj import Obj, annotations_of, is_local_config
+from krmfn.limits import Limits
 from krmfn.pipeline import COMBINED, PipelineEntry
 from krmfn.pipeline import run as run_pipeline
 from krmfn.resourcelist import API_VERSIONS, ResourceList
@@ -105,7 +106,10 @@ def main(argv: list[str], stdout: TextIO | None = None, stderr: TextIO | None = 
         return 2
     try:
         package = pkg.read(options.directory, options.mode)
-        rendered = render_package(package)
+        from krmfn.functions.render_inputs.engine import budget
+
+        with budget(Limits.from_env()):  # one budget for the expressions of every pipeline of the tree
+            rendered = render_package(package)
     except (KrmfnError, OSError, UnicodeDecodeError) as problem:
         write_line(err, f"krmfn render: {problem}")
         return 1
