@@ -19,6 +19,7 @@ from krmfn import interrupts
 from krmfn.clihelp import epilog
 from krmfn.duration import SECOND, parse_duration
 from krmfn.errors import RunnerError
+from krmfn.numbers import whole
 from krmfn.runner.errors import Interrupted, SourceError
 from krmfn.runner.events import Error
 from krmfn.runner.identity import Identity, identify
@@ -27,7 +28,7 @@ from krmfn.runner.parallel import DEFAULT_CONCURRENCY
 from krmfn.runner.plan import Plan, build_plan, check_applyset
 from krmfn.runner.printers import format_plan, make_printer, plan_data
 from krmfn.runner.source import kustomize_build, read_files
-from krmfn.terminal import safe_line
+from krmfn.terminal import cut, safe_line
 
 if TYPE_CHECKING:
     from krmfn.runner.api import Api
@@ -55,12 +56,11 @@ MAX_LOG_LINES = 1000
 
 
 def _log_lines(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 0 <= value <= MAX_LOG_LINES:
-        raise argparse.ArgumentTypeError(f"must be between 0 and {MAX_LOG_LINES}: {text!r}")
+    value = whole(text, MAX_LOG_LINES)
+    if value is None:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from 0 to {MAX_LOG_LINES}: {cut(text, 40)!r}"
+        )
     return value
 
 
@@ -68,9 +68,12 @@ MAX_CONCURRENCY = 64
 
 
 def _concurrency(text: str) -> int:
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_CONCURRENCY:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_CONCURRENCY}: {text!r}")
-    return int(text)
+    value = whole(text, MAX_CONCURRENCY, low=1)
+    if value is None:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from 1 to {MAX_CONCURRENCY}: {cut(text, 40)!r}"
+        )
+    return value
 
 
 EXIT_CODES = {

@@ -29,6 +29,7 @@ from lightkube.core.exceptions import ConfigError as LightkubeConfigError
 
 from krmfn import __version__
 from krmfn.errors import InputError, RunnerError
+from krmfn.numbers import whole
 from krmfn.runner.api import (
     TRANSIENT,
     ApiStatusError,
@@ -428,8 +429,8 @@ class HttpApi:
                 if reply.status not in TRANSIENT:
                     raise _status_error(reply)
                 retry_after = reply.headers.get("retry-after", "").strip()
-                if retry_after.isdigit():
-                    delay = max(delay, float(retry_after))
+                if (seconds := whole(retry_after, 2**31 - 1)) is not None:  # krmfn.numbers: not int()
+                    delay = max(delay, float(seconds))
                 # A Retry-After past the budget ends the retries now, rather than sleeping beyond it.
                 if self._clock() + delay > deadline:
                     raise _status_error(reply)
