@@ -16,11 +16,11 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from krmfn import interrupts
-from krmfn.clihelp import epilog
+from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.duration import SECOND, parse_duration
-from krmfn.errors import RunnerError
+from krmfn.errors import EXIT_INTERNAL, RunnerError
 from krmfn.numbers import whole
-from krmfn.runner.errors import Interrupted, SourceError
+from krmfn.runner.errors import InternalError, Interrupted, SourceError
 from krmfn.runner.events import Error
 from krmfn.runner.identity import Identity, identify
 from krmfn.runner.joblogs import DEFAULT_LINES
@@ -78,13 +78,14 @@ def _concurrency(text: str) -> int:
 
 EXIT_CODES = {
     "plan": (("0", "the plan was printed"), ("2", "a usage or input error (unreadable file, bad "
-                                                   "annotation)")),
+                                                   "annotation)"), INTERNAL_EXIT_CODE),
     "apply": (
         ("0", "every step healthy (or applied, for a final step that does not wait), prune done"),
         ("1", "the run failed: an object refused or failed, a timeout, the cluster unreachable, the "
               "inventory locked, another app's, or not krmfn's"),
         ("2", "a usage or input error, before any connection (no inventory name while pruning)"),
         ("130, 143", "interrupted by SIGINT, SIGTERM: nothing pruned, run again to continue"),
+        INTERNAL_EXIT_CODE,
     ),
     "diff": (
         ("0", "the next apply would change nothing"),
@@ -92,6 +93,7 @@ EXIT_CODES = {
         ("2", "an error: bad input, the cluster unreachable, an object the server refuses (named), "
               "another tool's or app's inventory, KRMFN_DIFF failed"),
         ("130", "interrupted by SIGINT; nothing was written"),
+        INTERNAL_EXIT_CODE,
     ),
 }  # fmt: skip
 EXAMPLES = {
@@ -397,4 +399,6 @@ def exit_code(result: Result) -> int:
         return 0
     if isinstance(result.error, Interrupted):
         return 128 + result.error.signum
+    if isinstance(result.error, InternalError):
+        return EXIT_INTERNAL
     return EXIT_FAILED

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from krmfn.clihelp import epilog
+from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import RunnerError
 from krmfn.kobj import annotations_of
 from krmfn.runner.applyset import TOOLING, Parent
@@ -33,6 +33,7 @@ EXIT_CODES = (
     ("1", "not healthy: a member is not (yet), the last run failed, a run is in progress, no inventory "
           "of that name, or another tool's; or the cluster is unreachable"),
     ("2", "a usage error (no inventory name, unreadable -f/-k input)"),
+    INTERNAL_EXIT_CODE,
 )  # fmt: skip
 EXAMPLES = (
     ("the last run and the live health of the shop app's objects in prod",
