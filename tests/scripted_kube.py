@@ -1,0 +1,183 @@
+"""``FakeApi`` served over HTTP, so that the runner reads the cluster through its real edge: ``HttpApi``
+with an ``httpx2.MockTransport`` whose answers are ``FakeApi``'s objects as JSON bytes.
+
+``FakeApi`` hands objects over as Python values, which skips the one place where krmfn bounds what it
+reads from the cluster (``api.parse_json``). Over this transport every answer, list, dry run, watch line
+and log is bytes that HttpApi parses, as the API server's would be; and a test can put bytes into an
+answer that no Python value could be serialized from: ``raw`` maps a placeholder string, stored anywhere
+in an object, to the JSON text that replaces it (``[[[...]]]`` 10,000 deep, a number of 5,000 digits) in
+the answers of the verbs ``raw_in`` names.
+
+Served: discovery (``/api/v1``, ``/apis/G``, ``/apis/G/V``), get, list (label selector ``k=v``), watch
+(the objects' current state as ADDED events, then the server ends the watch, as at a timeout), apply
+(``PATCH`` with ``fieldManager``, ``force``, ``dryRun``), create, replace, delete (UID precondition) and
+pod logs. Errors are the API server's ``Status`` bodies. ``on_watch`` hooks change the store when a watch
+starts, so that its events are newer than what the apply answered.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote
+
+import httpx2
+from fake_kube import RESOURCES, FakeApi
+from lightkube.config.kubeconfig import KubeConfig
+
+from krmfn.runner.api import ApiStatusError, NoSuchKind, Resource
+from krmfn.runner.kube import HttpApi
+
+WIDGETS = Resource("example.com", "v1", "Widget", "widgets", True)
+"""A custom resource: health by kstatus rules or CEL, any status a controller (or an attacker) writes."""
+CONFIG = KubeConfig.from_dict(
+    {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "ctx",
+        "clusters": [{"name": "c", "cluster": {"server": "https://api.test:6443"}}],
+        "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u", "namespace": "ns"}}],
+        "users": [{"name": "u", "user": {"token": "t0k3n"}}],
+    }
+).get()
+
+
+class Store(FakeApi):
+    """``FakeApi`` with a custom kind, and ``close`` (the commands close their API)."""
+
+    def __init__(self, default_namespace: str = "ns") -> None:
+        super().__init__(default_namespace)
+        self.resources = [*RESOURCES, WIDGETS]
+        self._by_kind = {(r.api_version, r.kind): r for r in self.resources}
+
+    def resource_for_group_kind(self, group: str, kind: str) -> Resource:
+        for res in self.resources:
+            if (res.group, res.kind) == (group, kind):
+                return res
+        raise NoSuchKind(f"the cluster no longer serves the group {group}")
+
+    def close(self) -> None:
+        pass
+
+
+class Served:
+    """The HTTP face of ``store``: ``api()`` is an HttpApi that reaches it."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.raw: dict[str, bytes] = {}
+        self.raw_in: set[str] = {"get", "list", "apply", "watch", "logs"}
+        self.on_watch: list[Callable[[], None]] = []
+        """Run before each watch is answered: a controller that changes an object while it is watched."""
+
+    def api(self) -> HttpApi:
+        return HttpApi(CONFIG, retry_budget=0.5, transport=httpx2.MockTransport(self.handle))
+
+    # --- the server --------------------------------------------------------------------------------------
+
+    def handle(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return self._route(request)
+        except ApiStatusError as err:
+            body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": err.code,
+                    "reason": err.reason, "message": err.message}  # fmt: skip
+            return httpx2.Response(err.code, json=body)
+
+    def _route(self, request: httpx2.Request) -> httpx2.Response:
+        parts = [unquote(p) for p in request.url.raw_path.decode().partition("?")[0].split("/")[1:]]
+        params = request.url.params
+        if parts[0] == "api":
+            group, version, rest = "", parts[1], parts[2:]
+        else:
+            group, rest = parts[1], parts[2:]
+            if not rest:
+                versions = sorted({r.version for r in self.store.resources if r.group == group})
+                if not versions:
+                    raise ApiStatusError(404, "NotFound", "the server could not find the requested resource")
+                return httpx2.Response(
+                    200, json={"preferredVersion": {"groupVersion": f"{group}/{versions[0]}"}}
+                )
+            version, rest = rest[0], rest[1:]
+        if not rest:
+            return self._discovery(group, version)
+        namespace = ""
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            namespace, rest = rest[1], rest[2:]
+        if rest[0] == "pods" and len(rest) == 3 and rest[2] == "log":
+            text = self.store.logs(rest[1], namespace, params.get("container", ""), 0, "previous" in params)
+            return httpx2.Response(200, content=self._text("logs", text or "")) if text is not None else (
+                httpx2.Response(404, json={"kind": "Status", "code": 404, "reason": "NotFound"})
+            )  # fmt: skip
+        wanted = (group, version, rest[0])
+        res = next((r for r in self.store.resources if (r.group, r.version, r.plural) == wanted), None)
+        if res is None:
+            raise ApiStatusError(404, "NotFound", "the server could not find the requested resource")
+        name = rest[1] if len(rest) > 1 else ""
+        method = request.method
+        if method == "GET" and params.get("watch") == "true":
+            return self._watch(res, namespace, params.get("fieldSelector", ""))
+        if method == "GET" and name:
+            found = self.store.get(res, name, namespace)
+            if found is None:
+                raise ApiStatusError(404, "NotFound", f'{res.plural} "{name}" not found')
+            return self._json("get", found)
+        if method == "GET":
+            items = self.store.list(res, namespace, params.get("labelSelector", ""))
+            return self._json("list", {"kind": f"{res.kind}List", "apiVersion": res.api_version,
+                                       "metadata": {}, "items": items})  # fmt: skip
+        body = json.loads(request.content) if request.content else {}
+        if method == "PATCH":
+            obj, created = self.store.apply(
+                res, body, field_manager=params.get("fieldManager", ""), force=params.get("force") == "true",
+                dry_run=params.get("dryRun") == "All",
+            )  # fmt: skip
+            return self._json("apply", obj, 201 if created else 200)
+        if method == "POST":
+            return self._json("create", self.store.create(res, body, field_manager=""), 201)
+        if method == "PUT":
+            return self._json("replace", self.store.replace(res, body, field_manager=""))
+        if method == "DELETE":
+            uid = (body.get("preconditions") or {}).get("uid", "")
+            if not self.store.delete(
+                res, name, namespace, uid=uid, propagation=body.get("propagationPolicy", "")
+            ):
+                raise ApiStatusError(404, "NotFound", f'{res.plural} "{name}" not found')
+            return httpx2.Response(200, json={"kind": "Status", "status": "Success"})
+        raise ApiStatusError(405, "MethodNotAllowed", method)
+
+    def _discovery(self, group: str, version: str) -> httpx2.Response:
+        found = [r for r in self.store.resources if (r.group, r.version) == (group, version)]
+        if not found:
+            raise ApiStatusError(404, "NotFound", "the server could not find the requested resource")
+        entries = [{"name": r.plural, "kind": r.kind, "namespaced": r.namespaced} for r in found]
+        return httpx2.Response(200, json={"kind": "APIResourceList", "resources": entries})
+
+    def _watch(self, res: Resource, namespace: str, selector: str) -> httpx2.Response:
+        for hook in self.on_watch:
+            hook()
+        name = selector.removeprefix("metadata.name=") if selector.startswith("metadata.name=") else ""
+        objects = [
+            o for o in self.store.list(res, namespace, "") if not name or o["metadata"]["name"] == name
+        ]
+        lines = b"".join(self._bytes("watch", {"type": "ADDED", "object": o}) + b"\n" for o in objects)
+        return httpx2.Response(200, content=lines)
+
+    def _json(self, verb: str, value: Any, code: int = 200) -> httpx2.Response:
+        return httpx2.Response(
+            code, content=self._bytes(verb, value), headers={"Content-Type": "application/json"}
+        )
+
+    def _bytes(self, verb: str, value: Any) -> bytes:
+        text = json.dumps(value).encode()
+        if verb in self.raw_in:
+            for placeholder, raw in self.raw.items():
+                text = text.replace(json.dumps(placeholder).encode(), raw)
+        return text
+
+    def _text(self, verb: str, text: str) -> bytes:
+        data = text.encode("utf-8", "surrogatepass")
+        if verb in self.raw_in:
+            for placeholder, raw in self.raw.items():
+                data = data.replace(placeholder.encode(), raw)
+        return data
