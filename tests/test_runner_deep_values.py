@@ -40,7 +40,7 @@ none for a get, one for a watch event, two for a list (``{"items": [...]}``)."""
 DEPTHS = {
     "fits": MAX_DEPTH - PLACED_AT - 2,  # within the bound in every answer, a list's included
     "just-over": MAX_DEPTH - PLACED_AT + 1,  # past it in every answer, a get's included
-    "470": 470,  # made krmfn diff's text a traceback (exit 1)
+    "500": 500,  # made krmfn diff's text a traceback (exit 1): its walkers stopped near 490 levels
     "980": 980,  # made a CEL health check's json.dumps raise mid-step
     "10000": 10_000,
 }
@@ -138,6 +138,18 @@ def test_the_bound_is_where_json_is_parsed() -> None:
         with pytest.raises(ValueError, match=r"nests deeper|Expecting"):
             parse_json(text)
     assert parse_json('{"a": "' + "[" * 5000 + '"}') == {"a": "[" * 5000}  # brackets in a string do not count
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [("1e999", "not finite"), ("-1e999", "not finite"), ("NaN", "not JSON"), ("-Infinity", "not JSON"),
+     ("9" * 5000, "more than 4300 digits")],
+)  # fmt: skip
+def test_numbers_json_cannot_carry_are_refused_where_json_is_parsed(text: str, why: str) -> None:
+    """``-o json`` could not write them back as JSON (Python writes ``NaN``, which JSON readers refuse)."""
+    with pytest.raises(ValueError, match=why):
+        parse_json('{"status": {"n": ' + text + "}}")
+    assert parse_json('{"n": 1.5e308}') == {"n": 1.5e308}
 
 
 # --- the waiter, the health rules, CEL: a custom resource's status in a watch event -------------------------

@@ -7,6 +7,7 @@ neither lightkube nor the HTTP client.
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -70,27 +71,50 @@ frames: 256 leaves them ~400 frames. It is above what a rendered object may hold
 at most 200 below the object) with a list answer's or a watch event's wrapping around it."""
 
 
-_TOO_DEEP = f"nests deeper than {MAX_DEPTH} levels, more than krmfn reads from the cluster (docs/limits.md)"
+_DOCS = "(docs/limits.md)"
 
 
-class TooDeep(ValueError):
-    """JSON from the cluster nested deeper than ``MAX_DEPTH``."""
+class Unreadable(ValueError):
+    """JSON from the cluster that parses, and that krmfn does not read: nested deeper than ``MAX_DEPTH``,
+    a number JSON cannot carry (``NaN``, ``Infinity``, ``1e999``: ``-o json`` could not write it back as
+    JSON) or an integer of more than 4,300 digits (Python's own limit). The message says which."""
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise Unreadable(f"holds the number {text[:20]}, which is not finite {_DOCS}")
+    return value
+
+
+def _constant(text: str) -> float:
+    raise Unreadable(f"holds {text}, which is not JSON {_DOCS}")
 
 
 def parse_json(text: str | bytes) -> Any:
     """JSON from the cluster (an answer, a watch line, an annotation written by anyone), the one parse of
-    it: ``ValueError`` when it is not JSON, ``TooDeep`` (a ValueError) when it nests deeper than
-    ``MAX_DEPTH``, checked here once so that no code after it walks a deeper value."""
+    it: ``ValueError`` when it is not JSON, ``Unreadable`` (a ValueError) when it is JSON that krmfn does
+    not read, the depth checked here once so that no code after it walks a deeper value."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_float=_finite, parse_constant=_constant)
     except RecursionError:  # thousands deep: json stops at Python's own limit
-        raise TooDeep(_TOO_DEEP) from None
+        raise Unreadable(
+            f"nests deeper than {MAX_DEPTH} levels, more than krmfn reads from the cluster {_DOCS}"
+        ) from None
+    except Unreadable:
+        raise
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # int() past 4,300 digits
+        raise Unreadable(f"holds an integer of more than 4300 digits {_DOCS}") from None
     # A value cannot nest deeper than it has openers: most answers are not walked at all.
     openers = (
         text.count(b"[") + text.count(b"{") if isinstance(text, bytes) else text.count("[") + text.count("{")
     )
     if openers > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
-        raise TooDeep(_TOO_DEEP)
+        raise Unreadable(
+            f"nests deeper than {MAX_DEPTH} levels, more than krmfn reads from the cluster {_DOCS}"
+        )
     return value
 
 

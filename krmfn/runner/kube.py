@@ -35,7 +35,7 @@ from krmfn.runner.api import (
     ApiStatusError,
     NoSuchKind,
     Resource,
-    TooDeep,
+    Unreadable,
     WatchEvent,
     group_path,
     parse_json,
@@ -374,7 +374,7 @@ class HttpApi:
                         if event is None:  # a proxy's page, a cut line: resumed as a dropped watch is
                             raise ClusterUnreachable(f"watch of {what}: the answer is not a stream of events")
                         yield event
-        except TooDeep as err:  # not a dropped watch: resumed, the same event would come again
+        except Unreadable as err:  # not a dropped watch: resumed, the same event would come again
             raise ApiStatusError(200, "InvalidResponse", f"watch of {what}: an event {err}") from None
         except httpx2.TransportError as err:
             raise ClusterUnreachable(f"watch of {what} dropped: {first_line(err)}") from None
@@ -451,7 +451,7 @@ def _watch_event(line: str) -> WatchEvent | None:
     """One line of a watch: ``{"type": ..., "object": {...}}``, or None when it is not that."""
     try:
         event = parse_json(line)
-    except TooDeep:
+    except Unreadable:
         raise
     except ValueError:
         return None
@@ -464,7 +464,7 @@ def _watch_event(line: str) -> WatchEvent | None:
 def _decode(reply: Reply) -> dict[str, Any]:
     try:
         body = reply.json()
-    except TooDeep as err:
+    except Unreadable as err:
         raise ApiStatusError(reply.status, "InvalidResponse", f"the answer {err}") from None
     except ValueError:  # a proxy's HTML page, a truncated body: not the API server's answer
         raise ApiStatusError(
