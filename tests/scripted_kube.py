@@ -6,7 +6,8 @@ reads from the cluster (``api.parse_json``). Over this transport every answer, l
 and log is bytes that HttpApi parses, as the API server's would be; and a test can put bytes into an
 answer that no Python value could be serialized from: ``raw`` maps a placeholder string, stored anywhere
 in an object, to the JSON text that replaces it (``[[[...]]]`` 10,000 deep, a number of 5,000 digits) in
-the answers of the verbs ``raw_in`` names.
+the answers of the verbs ``raw_in`` names (``error``: the ``Status`` of a refusal, which a ``before`` hook
+of the store raises as ``ApiStatusError``).
 
 Served: discovery (``/api/v1``, ``/apis/G``, ``/apis/G/V``), get, list (label selector ``k=v``), watch
 (the objects' current state as ADDED events, then the server ends the watch, as at a timeout), apply
@@ -67,7 +68,7 @@ class Served:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.raw: dict[str, bytes] = {}
-        self.raw_in: set[str] = {"get", "list", "apply", "watch", "logs"}
+        self.raw_in: set[str] = {"get", "list", "apply", "watch", "logs", "error"}
         self.on_watch: list[Callable[[], None]] = []
         """Run before each watch is answered: a controller that changes an object while it is watched."""
 
@@ -82,7 +83,7 @@ class Served:
         except ApiStatusError as err:
             body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": err.code,
                     "reason": err.reason, "message": err.message}  # fmt: skip
-            return httpx2.Response(err.code, json=body)
+            return httpx2.Response(err.code, content=self._bytes("error", body))
 
     def _route(self, request: httpx2.Request) -> httpx2.Response:
         parts = [unquote(p) for p in request.url.raw_path.decode().partition("?")[0].split("/")[1:]]

@@ -9,7 +9,7 @@ logs, prune (a stale member), and the inventory (its parent Secret, its run reco
 gives one clear line naming the object and the limit, or skips the value (a Job's pod details, a record),
 never a traceback, never exit code 1 from ``krmfn diff`` (it says "changes found"). Before the bound, a
 status 980 deep made a CEL check's ``json.dumps`` raise ``RecursionError`` mid-step, and a live object 470
-deep made ``krmfn diff`` print a traceback and exit 1.
+deep (500 here: where its walkers stop depends on the stack) made ``krmfn diff`` print a traceback and exit 1.
 """
 
 from __future__ import annotations
