@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
@@ -25,7 +26,7 @@ class Proxy:
     """As printed: redacted."""
 
 
-def proxy_for(scheme: str, host: str, environ: dict[str, str] | None = None) -> Proxy | None:
+def proxy_for(scheme: str, host: str, environ: Mapping[str, str] | None = None) -> Proxy | None:
     if scheme != "https":
         return None
     env = os.environ if environ is None else environ

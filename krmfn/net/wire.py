@@ -186,7 +186,7 @@ class Response:
             need = self._left
             if need > limit:
                 self.close()
-                raise TooLarge(f"the {what} is {need} bytes, over the ceiling of {size(limit)}")
+                raise TooLarge(f"the {what} is {need} bytes, over its ceiling of {size(limit)}")
             buf = conn.buf
             while len(buf) < need:
                 if self._fill(conn) == 0:
@@ -206,7 +206,7 @@ class Response:
             out += chunk
             if len(out) > limit:
                 self.close()
-                raise TooLarge(f"the {what} is larger than its ceiling of {size(limit)}")
+                raise TooLarge(f"the {what} is over its ceiling of {size(limit)}")
         return out
 
     def read_prefix(self, limit: int) -> bytes:
@@ -231,7 +231,7 @@ class Response:
             total += len(chunk)
             if total > max_total:
                 self.close()
-                raise TooLarge(f"the {what} sent more than its ceiling of {size(max_total)}")
+                raise TooLarge(f"the {what} is over its ceiling of {size(max_total)} in all")
             searched = len(pending)
             pending += chunk
             start = 0
@@ -242,7 +242,7 @@ class Response:
             del pending[:start]
             if len(pending) > max_line:
                 self.close()
-                raise TooLarge(f"a line of the {what} is longer than its ceiling of {size(max_line)}")
+                raise TooLarge(f"a line of the {what} is over its ceiling of {size(max_line)}")
 
     # --- the end -----------------------------------------------------------------------------------------
 
