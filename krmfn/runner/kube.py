@@ -33,7 +33,7 @@ from lightkube.core.exceptions import ConfigError as LightkubeConfigError
 from krmfn import __version__
 from krmfn.errors import InputError, RunnerError
 from krmfn.net.budget import Budget
-from krmfn.net.ceilings import DISCOVERY, LIST, LOGS, OBJECT, TICK, WATCH, Ceiling
+from krmfn.net.ceilings import DISCOVERY, LIST, LOGS, OBJECT, TICK, WATCH, Ceiling, seconds
 from krmfn.net.errors import NetError, Stopped, TimedOut, TooLarge, Unreachable
 from krmfn.net.urls import redact
 from krmfn.net.wire import Transport
@@ -479,7 +479,8 @@ class HttpApi:
         command's ``--timeout``."""
         if err.signum is not None:
             return Interrupted(err.signum, what)
-        return ClusterUnreachable(f"{what}: the API server at {self._server} did not answer before {err}")
+        within = f" within --timeout {seconds(self._budget.timeout)}" if self._budget is not None else ""
+        return ClusterUnreachable(f"{what}: no answer from the API server at {self._server}{within}")
 
 
 def _target(path: str, params: Mapping[str, str] | None) -> str:
