@@ -2,7 +2,7 @@
 
 Three classes, from the most private: loopback (this machine: 127.0.0.0/8, ::1, and the unspecified
 address, which connects here too), private (everything that is not on the public internet: RFC 1918,
-link-local and cloud metadata at 169.254.169.254, CGNAT, ULA, reserved ranges), public. A name has the
+link-local and cloud metadata at 169.254.169.254, CGNAT, ULA, multicast, reserved ranges), public. A name has the
 class of the most private address it resolves to, so ``localhost`` or any name that resolves to
 127.0.0.1 is loopback, whatever it looks like.
 
@@ -41,7 +41,8 @@ def address_class(ip: str) -> AddressClass:
         address = address.ipv4_mapped
     if address.is_loopback or address.is_unspecified:
         return AddressClass.LOOPBACK
-    return AddressClass.PUBLIC if address.is_global else AddressClass.PRIVATE
+    public = address.is_global and not address.is_multicast
+    return AddressClass.PUBLIC if public else AddressClass.PRIVATE
 
 
 def class_of(ips: Iterable[str]) -> AddressClass:

@@ -478,7 +478,12 @@ class Pool:
             found = destination if proxy is None else self._resolver(proxy.host, proxy.port)
         else:
             found = self._resolver(*((proxy.host, proxy.port) if proxy else (self.host, self.port)))
-        conn.sock = _dial(found, timer)
+        try:
+            conn.sock = _dial(found, timer)
+        except Unreachable as err:
+            if proxy is None:
+                raise
+            raise Unreachable(f"the proxy {proxy.url}: {err}") from None
         if proxy is not None:
             _tunnel(conn, proxy, self._authority, timer)
         if self._tls is not None:
