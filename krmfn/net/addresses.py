@@ -2,9 +2,9 @@
 
 Three classes, from the most private: loopback (this machine: 127.0.0.0/8, ::1, and the unspecified
 address, which connects here too), private (everything that is not on the public internet: RFC 1918,
-link-local and cloud metadata at 169.254.169.254, CGNAT, ULA, multicast, reserved ranges), public. A name has the
-class of the most private address it resolves to, so ``localhost`` or any name that resolves to
-127.0.0.1 is loopback, whatever it looks like.
+link-local and cloud metadata at 169.254.169.254, CGNAT, ULA, multicast, reserved ranges), public. A
+name has the class of the most private address it resolves to, so ``localhost`` or any name that
+resolves to 127.0.0.1 is loopback, whatever it looks like.
 
 A ``Floor`` says the least public class a connection may reach. Connections are checked where they are
 made, on the addresses actually resolved, so a name that resolves differently the second time (DNS

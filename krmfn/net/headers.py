@@ -102,13 +102,14 @@ def challenges(value: str) -> list[tuple[str, dict[str, str]]]:
             start = pos
             name, pos = _token(value, pos)
             pos = _skip(value, pos)
-            if pos < len(value) and value[pos] == "=" and name:
+            padding = pos < len(value) and value[pos] == "=" and value[pos + 1 : pos + 2] in ("", "=", ",")
+            if pos < len(value) and value[pos] == "=" and name and not (padding and not params):
                 text, pos = _value(value, _skip(value, pos + 1))
                 params.setdefault(name.lower(), text)
-            elif name and not params and "" not in params:
+            elif name and not params:
                 while pos < len(value) and value[pos] == "=":  # a token68 ends in padding
                     pos += 1
-                params[""] = name + value[start + len(name) : pos].strip(_SPACE)
+                params[""] = name + "=" * value.count("=", start + len(name), pos)
             else:
                 pos = start  # the next challenge's scheme
                 break

@@ -55,7 +55,7 @@ from krmfn.yaml.io import load_all_fast
 APPLY_PATCH = "application/apply-patch+yaml"
 LIST_PAGE = 500  # JSON is YAML: the server accepts a JSON body here
 _POSITION = re.compile(r"line (\d+), column (\d+)")
-_FIELD = re.compile(r"at `(\$[\w.\[\]-]*)`")
+_FIELD = re.compile(r"at `(\$[\w.\[\]-]{0,256})`")  # bounded: searched in a message
 _EXEC_EXIT = re.compile(r"Exec \S+ returned (-?\d+)")
 
 
