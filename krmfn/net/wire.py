@@ -236,6 +236,8 @@ class Response:
             pending += chunk
             start = 0
             while (end := pending.find(b"\n", searched)) >= 0:
+                if end - start > max_line:
+                    break  # a line over the ceiling: refused below, as the one still arriving is
                 line = pending[start:end]
                 yield bytes(line[:-1] if line.endswith(b"\r") else line)
                 start = searched = end + 1
@@ -426,11 +428,12 @@ class Pool:
         self._closed = False
 
     def open(self, request: Request, timer: Timer) -> Response:
+        data = encode(request, self._host_header, self._prefix)  # refused before any connection
         conn = self._take()
         try:
             if conn.sock is None:
                 self._connect(conn, timer)
-            conn.send(encode(request, self._host_header, self._prefix), timer)
+            conn.send(data, timer)
             status, reason, headers, http11 = read_head(conn, timer)
             framing, length = _framing(request.method, status, headers)
         except BaseException:
