@@ -34,6 +34,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from hostile_server import next_head  # noqa: E402
+
 STACKS = ("krmfn.net", "http.client", "httpx", "httpx2")
 INSTALL = {"httpx": "pip install httpx", "httpx2": "pip install httpx2 (lightkube installs it)"}
 OBJECT = json.dumps({
@@ -61,13 +65,8 @@ def serve() -> None:
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         buf = b""
         with conn:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    data = conn.recv(65536)
-                    if not data:
-                        return
-                    buf += data
-                head, _, buf = buf.partition(b"\r\n\r\n")
+            while (found := next_head(conn, buf)) is not None:
+                head, buf = found
                 path = head.split(b" ", 2)[1].decode()
                 if path.startswith("/watch"):
                     count = int(path.partition("n=")[2] or 1)

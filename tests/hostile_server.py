@@ -21,6 +21,18 @@ from typing import Any
 Answer = tuple[int, dict[str, str], bytes]
 
 
+def next_head(conn: socket.socket, buf: bytes) -> tuple[bytes, bytes] | None:
+    """The next request's head on ``conn`` (``buf``: what was read past the last one) and what follows
+    it; None when the client closed the connection."""
+    while b"\r\n\r\n" not in buf:
+        data = conn.recv(65536)
+        if not data:
+            return None
+        buf += data
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    return head, rest
+
+
 @dataclass
 class Behaviour:
     kind: str
@@ -76,12 +88,10 @@ class HostileServer:
         with conn:
             try:
                 while not self._stop.is_set():
-                    while b"\r\n\r\n" not in buf:
-                        data = conn.recv(65536)
-                        if not data:
-                            return
-                        buf += data
-                    head, _, buf = buf.partition(b"\r\n\r\n")
+                    request = next_head(conn, buf)
+                    if request is None:
+                        return
+                    head, buf = request
                     lines = head.decode("latin-1").split("\r\n")
                     method, target, _ = lines[0].split(" ", 2)
                     fields = (line.partition(":") for line in lines[1:])

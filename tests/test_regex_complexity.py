@@ -130,8 +130,8 @@ def _body(node: Node) -> list[Node]:
     return []
 
 
-def _first(seq: Iterable[Node], flags: int) -> frozenset[str]:
-    """The characters a match of ``seq`` can start with."""
+def _chars(seq: Iterable[Node], flags: int, *, first: bool) -> frozenset[str]:
+    """The characters a match of ``seq`` can start with (``first``), or can consume anywhere."""
     out: set[str] = set()
     for node in seq:
         op, av = node
@@ -139,30 +139,22 @@ def _first(seq: Iterable[Node], flags: int) -> frozenset[str]:
             out |= _atom_set(op, av, flags)
         elif op == sre.BRANCH:
             for branch in av[1]:
-                out |= _first(branch, flags)
+                out |= _chars(branch, flags, first=first)
         elif op in (sre.GROUPREF, sre.GROUPREF_EXISTS):
             return frozenset(_ALPHA)
         else:
-            out |= _first(_body(node), flags)
-        if not _nullable(node):
+            out |= _chars(_body(node), flags, first=first)
+        if first and not _nullable(node):
             break
     return frozenset(out)
 
 
+def _first(seq: Iterable[Node], flags: int) -> frozenset[str]:
+    return _chars(seq, flags, first=True)
+
+
 def _consumes(seq: Iterable[Node], flags: int) -> frozenset[str]:
-    """Every character a match of ``seq`` can consume."""
-    out: set[str] = set()
-    for op, av in seq:
-        if op in _ATOMS:
-            out |= _atom_set(op, av, flags)
-        elif op == sre.BRANCH:
-            for branch in av[1]:
-                out |= _consumes(branch, flags)
-        elif op in (sre.GROUPREF, sre.GROUPREF_EXISTS):
-            out |= _ALPHA
-        else:
-            out |= _consumes(_body((op, av)), flags)
-    return frozenset(out)
+    return _chars(seq, flags, first=False)
 
 
 def _unbounded(node: Node) -> bool:
