@@ -6,7 +6,9 @@ An HTTP/1.1 client over the standard library's sockets and TLS, written for what
     ceilings.py   every kind of request's byte ceiling and timeouts, in one table
     budget.py     the time a request may take: its own total and idle timeouts, the run's deadline, a stop
                   asked by a signal (``Budget``), checked before every wait on the network
-    wire.py       connections (a pool per origin), one request and its answer, read under a ceiling
+    wire.py       a request, and the pool of connections to one origin it goes over
+    answers.py    an answer: headers under their ceilings, a body read once (whole, its start, lines)
+    sockets.py    a connection: connecting, TLS, sending and reading, each wait asking the ``Timer``
     errors.py     what can go wrong, one type per cause, each a one-line message quoting no secret
     urls.py       every URL krmfn prints goes through ``redact``
     addresses.py  address classes (loopback, private, public) for the rule on registry hops
