@@ -62,7 +62,7 @@ def group_path(group: str, version: str = "") -> str:
     return f"/apis/{segment(group)}" + (f"/{segment(version)}" if version else "")
 
 
-def parse_json(text: str | bytes) -> Any:
+def parse_json(text: str | bytes | bytearray) -> Any:
     """JSON from the cluster (an answer, a watch line, an annotation written by anyone): ``ValueError``
     when it is not JSON, also for arrays nested thousands deep (``json`` raises RecursionError there)."""
     try:
