@@ -1,5 +1,5 @@
 """``FakeApi`` served over HTTP, so that the runner reads the cluster through its real edge: ``HttpApi``
-with an ``httpx2.MockTransport`` whose answers are ``FakeApi``'s objects as JSON bytes.
+with a stand-in transport (tests/fake_http.py) whose answers are ``FakeApi``'s objects as JSON bytes.
 
 ``FakeApi`` hands objects over as Python values, which skips the one place where krmfn bounds what it
 reads from the cluster (``api.parse_json``). Over this transport every answer, list, dry run, watch line
@@ -23,13 +23,15 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-import httpx2
+from fake_http import MockTransport, params_of, path_of
 from fake_kube import RESOURCES, FakeApi
 from lightkube.config.kubeconfig import KubeConfig
 
+from krmfn.net.wire import Request, Response
 from krmfn.runner.api import ApiStatusError, NoSuchKind, Resource
 from krmfn.runner.kube import HttpApi
 
+JSON = {"Content-Type": "application/json"}
 WIDGETS = Resource("example.com", "v1", "Widget", "widgets", True)
 """A custom resource: health by kstatus rules or CEL, any status a controller (or an attacker) writes."""
 CONFIG = KubeConfig.from_dict(
@@ -73,21 +75,21 @@ class Served:
         """Run before each watch is answered: a controller that changes an object while it is watched."""
 
     def api(self) -> HttpApi:
-        return HttpApi(CONFIG, retry_budget=0.5, transport=httpx2.MockTransport(self.handle))
+        return HttpApi(CONFIG, retry_budget=0.5, transport=MockTransport(self.handle))
 
     # --- the server --------------------------------------------------------------------------------------
 
-    def handle(self, request: httpx2.Request) -> httpx2.Response:
+    def handle(self, request: Request) -> Response:
         try:
             return self._route(request)
         except ApiStatusError as err:
             body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": err.code,
                     "reason": err.reason, "message": err.message}  # fmt: skip
-            return httpx2.Response(err.code, content=self._bytes("error", body))
+            return Response.of(err.code, self._bytes("error", body), JSON)
 
-    def _route(self, request: httpx2.Request) -> httpx2.Response:
-        parts = [unquote(p) for p in request.url.raw_path.decode().partition("?")[0].split("/")[1:]]
-        params = request.url.params
+    def _route(self, request: Request) -> Response:
+        parts = [unquote(p) for p in path_of(request).split("/")[1:]]
+        params = params_of(request)
         if parts[0] == "api":
             group, version, rest = "", parts[1], parts[2:]
         else:
@@ -96,9 +98,8 @@ class Served:
                 versions = sorted({r.version for r in self.store.resources if r.group == group})
                 if not versions:
                     raise ApiStatusError(404, "NotFound", "the server could not find the requested resource")
-                return httpx2.Response(
-                    200, json={"preferredVersion": {"groupVersion": f"{group}/{versions[0]}"}}
-                )
+                preferred = {"preferredVersion": {"groupVersion": f"{group}/{versions[0]}"}}
+                return Response.of(200, json.dumps(preferred).encode(), JSON)
             version, rest = rest[0], rest[1:]
         if not rest:
             return self._discovery(group, version)
@@ -107,9 +108,9 @@ class Served:
             namespace, rest = rest[1], rest[2:]
         if rest[0] == "pods" and len(rest) == 3 and rest[2] == "log":
             text = self.store.logs(rest[1], namespace, params.get("container", ""), 0, "previous" in params)
-            return httpx2.Response(200, content=self._text("logs", text or "")) if text is not None else (
-                httpx2.Response(404, json={"kind": "Status", "code": 404, "reason": "NotFound"})
-            )  # fmt: skip
+            if text is None:
+                raise ApiStatusError(404, "NotFound", "the node does not serve logs")
+            return Response.of(200, self._text("logs", text))
         wanted = (group, version, rest[0])
         res = next((r for r in self.store.resources if (r.group, r.version, r.plural) == wanted), None)
         if res is None:
@@ -127,7 +128,7 @@ class Served:
             items = self.store.list(res, namespace, params.get("labelSelector", ""))
             return self._json("list", {"kind": f"{res.kind}List", "apiVersion": res.api_version,
                                        "metadata": {}, "items": items})  # fmt: skip
-        body = json.loads(request.content) if request.content else {}
+        body = json.loads(request.body) if request.body else {}
         if method == "PATCH":
             obj, created = self.store.apply(
                 res, body, field_manager=params.get("fieldManager", ""), force=params.get("force") == "true",
@@ -144,17 +145,17 @@ class Served:
                 res, name, namespace, uid=uid, propagation=body.get("propagationPolicy", "")
             ):
                 raise ApiStatusError(404, "NotFound", f'{res.plural} "{name}" not found')
-            return httpx2.Response(200, json={"kind": "Status", "status": "Success"})
+            return Response.of(200, b'{"kind": "Status", "status": "Success"}', JSON)
         raise ApiStatusError(405, "MethodNotAllowed", method)
 
-    def _discovery(self, group: str, version: str) -> httpx2.Response:
+    def _discovery(self, group: str, version: str) -> Response:
         found = [r for r in self.store.resources if (r.group, r.version) == (group, version)]
         if not found:
             raise ApiStatusError(404, "NotFound", "the server could not find the requested resource")
         entries = [{"name": r.plural, "kind": r.kind, "namespaced": r.namespaced} for r in found]
-        return httpx2.Response(200, json={"kind": "APIResourceList", "resources": entries})
+        return Response.of(200, json.dumps({"kind": "APIResourceList", "resources": entries}).encode(), JSON)
 
-    def _watch(self, res: Resource, namespace: str, selector: str) -> httpx2.Response:
+    def _watch(self, res: Resource, namespace: str, selector: str) -> Response:
         for hook in self.on_watch:
             hook()
         name = selector.removeprefix("metadata.name=") if selector.startswith("metadata.name=") else ""
@@ -162,12 +163,10 @@ class Served:
             o for o in self.store.list(res, namespace, "") if not name or o["metadata"]["name"] == name
         ]
         lines = b"".join(self._bytes("watch", {"type": "ADDED", "object": o}) + b"\n" for o in objects)
-        return httpx2.Response(200, content=lines)
+        return Response.of(200, lines)
 
-    def _json(self, verb: str, value: Any, code: int = 200) -> httpx2.Response:
-        return httpx2.Response(
-            code, content=self._bytes(verb, value), headers={"Content-Type": "application/json"}
-        )
+    def _json(self, verb: str, value: Any, code: int = 200) -> Response:
+        return Response.of(code, self._bytes(verb, value), JSON)
 
     def _bytes(self, verb: str, value: Any) -> bytes:
         text = json.dumps(value).encode()

@@ -17,7 +17,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 from fake_kube import FakeApi
 from hypothesis import given
@@ -30,6 +29,7 @@ from krmfn.cli import main as krmfn_main
 from krmfn.duration import parse_duration
 from krmfn.functions.set_image.semver import SemverError, parse_constraint, parse_version
 from krmfn.functions.validate_jobs import FUNCTION as VALIDATE_JOBS
+from krmfn.net.wire import Response
 from krmfn.numbers import MAX_DIGITS, whole
 from krmfn.runner import lock, waiter
 from krmfn.runner.applyset import PART_OF
@@ -170,7 +170,7 @@ def test_a_stale_member_with_a_hostile_step_index_is_pruned_and_the_run_ends(val
 
 @pytest.mark.parametrize("value", HOSTILE, ids=IDS)
 def test_a_hostile_retry_after_falls_back_to_the_backoff(value: str) -> None:
-    busy = httpx2.Response(503, headers=[(b"Retry-After", value.encode())], json={"kind": "Status"})
+    busy = Response.of(503, b'{"kind": "Status"}', {"Retry-After": value})
     http, clock, seen = http_api(iter([busy, ok()]))
     assert http.get(CONFIGMAPS, "x", "apps") is not None
     stripped = value.strip()

@@ -91,7 +91,7 @@ def _constant(text: str) -> float:
     raise Unreadable(f"holds {text}, which is not JSON {_DOCS}")
 
 
-def parse_json(text: str | bytes) -> Any:
+def parse_json(text: str | bytes | bytearray) -> Any:
     """JSON from the cluster (an answer, a watch line, an annotation written by anyone), the one parse of
     it: ``ValueError`` when it is not JSON, ``Unreadable`` (a ValueError) when it is JSON that krmfn does
     not read, the depth checked here once so that no code after it walks a deeper value."""
@@ -109,7 +109,9 @@ def parse_json(text: str | bytes) -> Any:
         raise Unreadable(f"holds an integer of more than 4300 digits {_DOCS}") from None
     # A value cannot nest deeper than it has openers: most answers are not walked at all.
     openers = (
-        text.count(b"[") + text.count(b"{") if isinstance(text, bytes) else text.count("[") + text.count("{")
+        text.count(b"[") + text.count(b"{")
+        if isinstance(text, bytes | bytearray)
+        else text.count("[") + text.count("{")
     )
     if openers > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
         raise Unreadable(

@@ -1,16 +1,18 @@
 """``krmfn plan`` and ``krmfn apply``: flags, input, signals and exit codes around the engine.
 
-The engine and the HTTP client (lightkube, httpx) are imported only when a run connects: ``krmfn plan``
-and ``--dry-run=client`` never need them, and input errors are reported before they load.
+The engine and the cluster client (lightkube for the kubeconfig, krmfn.net for HTTP) are imported only
+when a run connects: ``krmfn plan`` and ``--dry-run=client`` never need them, and input errors are
+reported before they load.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -31,6 +33,7 @@ from krmfn.runner.source import kustomize_build, read_files
 from krmfn.terminal import cut, safe_line
 
 if TYPE_CHECKING:
+    from krmfn.net.budget import Budget
     from krmfn.runner.api import Api
     from krmfn.runner.engine import Result
     from krmfn.runner.healthexprs import HealthChecks
@@ -92,7 +95,7 @@ EXIT_CODES = {
         ("1", "it would change something (shown), or the namespace has no inventory of that name"),
         ("2", "an error: bad input, the cluster unreachable, an object the server refuses (named), "
               "another tool's or app's inventory, KRMFN_DIFF failed"),
-        ("130", "interrupted by SIGINT; nothing was written"),
+        ("130, 143", "interrupted by SIGINT, SIGTERM; nothing was written"),
         INTERNAL_EXIT_CODE,
     ),
 }  # fmt: skip
@@ -158,8 +161,12 @@ def parser(command: str) -> argparse.ArgumentParser:
                    "(default 5m)")  # fmt: skip
     if command == "apply":
         p.add_argument("--timeout", type=_duration, default=0.0, metavar="DURATION",
-                       help="bound the whole run, lock wait and prune included (default: none; each step "
-                       "keeps its own timeout within it)")  # fmt: skip
+                       help="bound the whole run, lock wait and prune included, every request in flight "
+                       "too (default: none; each step keeps its own timeout within it)")  # fmt: skip
+    if command == "diff":
+        p.add_argument("--timeout", type=_duration, default=0.0, metavar="DURATION",
+                       help="bound the whole diff, every request in flight included (default: "
+                       "none)")  # fmt: skip
     if command in ("plan", "apply"):
         p.add_argument("--health-checks", metavar="FILE",
                        help="CEL health checks for custom resources, Flux's healthCheckExprs: a list of "
@@ -216,9 +223,29 @@ def parser(command: str) -> argparse.ArgumentParser:
 
 
 def _api_from_args(args: argparse.Namespace) -> Api:
+    """The cluster of the kubeconfig; its requests honour ``args.budget`` (the command's deadline and
+    signals), which the command sets before it connects."""
     from krmfn.runner.kube import connect
 
-    return connect(args.kubeconfig, args.context, retry_budget=args.retry_timeout)
+    budget = getattr(args, "budget", None)
+    return connect(args.kubeconfig, args.context, retry_budget=args.retry_timeout, budget=budget)
+
+
+@contextlib.contextmanager
+def interruptible(budget: Budget) -> Iterator[None]:
+    """For a command that only reads (diff, status): SIGINT and SIGTERM raise ``KeyboardInterrupt`` in the
+    main thread, which ends a request blocked there at once; ``budget.signum`` says which signal came."""
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        budget.stop(signum)
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in interrupts.SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _fail(command: str, err: RunnerError | str) -> None:
@@ -317,6 +344,7 @@ def _kubeconfig_namespace(args: argparse.Namespace) -> str:
 
 
 def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -> int:
+    from krmfn.net.budget import Budget
     from krmfn.runner.engine import Options, Result, Runner
 
     try:
@@ -329,6 +357,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         _fail("apply", err)
         return EXIT_USAGE
     printer = make_printer(args.output, sys.stdout, dry_run=args.dry_run == "server")
+    args.budget = budget = Budget()  # the run's deadline starts with the run (Runner.run)
     try:
         api = api_factory(args)  # reads the kubeconfig; connects only with the first request
     except RunnerError as err:
@@ -368,7 +397,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         health_checks=health_checks,
         concurrency=args.concurrency,
     )
-    runner = Runner(api, options, printer)
+    runner = Runner(api, options, printer, budget=budget)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         runner.request_stop(signum)

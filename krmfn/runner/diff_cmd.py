@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -53,7 +54,8 @@ def run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argpar
 
 
 def _run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argparse.Namespace], Api]) -> int:
-    from krmfn.runner.cli import _identity, _make_plan
+    from krmfn.net.budget import Budget
+    from krmfn.runner.cli import _identity, _make_plan, interruptible
     from krmfn.runner.differ import Differ, DiffOptions, Failure
     from krmfn.runner.plan import check_applyset
 
@@ -64,31 +66,33 @@ def _run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argpa
     except RunnerError as err:
         _fail(err)
         return EXIT_ERROR
+    args.budget = budget = Budget(args.timeout)
     try:
         api = api_factory(args)
     except RunnerError as err:
         _fail(err)
         return EXIT_ERROR
     try:
-        namespace = args.namespace or api.default_namespace
-        plan = _make_plan(args, docs, namespace)
-        check_applyset(plan, identity.name, namespace)
-        options = DiffOptions(
-            applyset=identity.name, applyset_source=identity.source, namespace=namespace,
-            field_manager=args.field_manager, force_conflicts=args.force_conflicts, prune=args.prune,
-            adopt=args.adopt, prune_namespaces=args.prune_namespaces, prune_crds=args.prune_crds,
-        )  # fmt: skip
-        changes: list[Change] = []
-        failures: list[Failure] = []
-        show = _json_event if args.output == "json" else None
-        for found in Differ(api, options).changes(plan):
-            if isinstance(found, Failure):
-                failures.append(found)
-                _fail(f"{found.object}: {found.message}")
-            else:
-                changes.append(found)
-            if show is not None:
-                show(sys.stdout, found)
+        with interruptible(budget):
+            namespace = args.namespace or api.default_namespace
+            plan = _make_plan(args, docs, namespace)
+            check_applyset(plan, identity.name, namespace)
+            options = DiffOptions(
+                applyset=identity.name, applyset_source=identity.source, namespace=namespace,
+                field_manager=args.field_manager, force_conflicts=args.force_conflicts, prune=args.prune,
+                adopt=args.adopt, prune_namespaces=args.prune_namespaces, prune_crds=args.prune_crds,
+            )  # fmt: skip
+            changes: list[Change] = []
+            failures: list[Failure] = []
+            show = _json_event if args.output == "json" else None
+            for found in Differ(api, options).changes(plan):
+                if isinstance(found, Failure):
+                    failures.append(found)
+                    _fail(f"{found.object}: {found.message}")
+                else:
+                    changes.append(found)
+                if show is not None:
+                    show(sys.stdout, found)
     except RunnerError as err:
         from krmfn.runner.errors import NoInventory
 
@@ -98,7 +102,7 @@ def _run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argpa
         return EXIT_CHANGES if isinstance(err, NoInventory) else EXIT_ERROR
     except KeyboardInterrupt:
         _fail("interrupted; nothing was written")
-        return 130
+        return 128 + (budget.signum or signal.SIGINT)
     finally:
         close = getattr(api, "close", None)
         if close is not None:

@@ -21,6 +21,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 import krmfn
 from krmfn.errors import DEBUG_ENV, RunnerError
 from krmfn.kobj import annotations_of
+from krmfn.net.budget import Budget
 from krmfn.runner import joblogs, jobs
 from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
 from krmfn.runner.applyset import JobRecord, Outcome, Parent, as_member
@@ -155,9 +156,18 @@ class Tracked:
 
 class Runner:
     def __init__(
-        self, api: Api, options: Options, emit: Callable[[Event], None], clock: Clock | None = None
+        self,
+        api: Api,
+        options: Options,
+        emit: Callable[[Event], None],
+        clock: Clock | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.api = api
+        self.budget = budget or Budget()
+        """The run's deadline and signals, shared with the requests (krmfn/net/budget.py): a request in
+        flight when the run must stop ends with the run's own error (``_stopped``)."""
+        self.budget.on_stop = self._stopped
         self.options = options
         self._runlog = RunLog()
         """The record of this run on the parent (runs.py), for ``krmfn status``."""
@@ -180,12 +190,15 @@ class Runner:
     # --- public ------------------------------------------------------------------------------------------
 
     def request_stop(self, signum: int) -> None:
-        """Called from a signal handler: the run stops at the next request boundary or wait tick."""
+        """Called from a signal handler: the run stops at the next request boundary or wait tick, and a
+        request in flight within a tick (only attributes are assigned: safe whatever a thread holds)."""
         self._signal = signum
+        self.budget.stop(signum)
 
     def run(self, plan: Plan) -> Result:
         self._result = result = Result(ok=False)
         started = self.clock.monotonic()
+        self.budget.start(self.options.timeout)
         if self.options.timeout > 0:
             self._deadline = started + self.options.timeout
         try:
@@ -861,6 +874,13 @@ class Runner:
         return pruned.remaining
 
     # --- helpers -----------------------------------------------------------------------------------------
+
+    def _stopped(self) -> None:
+        """A request the budget ended raises the run's error, naming what the run was doing."""
+        signum = self._signal if self._signal is not None else self.budget.signum
+        if signum is not None:
+            raise Interrupted(signum, self._during)
+        raise RunTimeout(self.options.timeout, self._during, [])
 
     def _check_stop(self, waiting: Waiting | None = None) -> None:
         if self._signal is not None:

@@ -3,6 +3,7 @@
 RunnerError (krmfn.errors)
 ├── SourceError           the input stream cannot be read or built (-f/-k)
 ├── ClusterUnreachable    the API server did not answer, even after retries
+│   └── AnswerTooLarge    an answer over its ceiling (krmfn/net/ceilings.py), not retried
 ├── KubeconfigError       the kubeconfig cannot be read or used, or its exec credential plugin failed
 ├── ObjectError           the API server refused one object; ``ref`` names it
 │   ├── InvalidObject     422: the object does not validate
@@ -36,6 +37,7 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 __all__ = [
+    "AnswerTooLarge",
     "ApplyConflict",
     "ClusterUnreachable",
     "Forbidden",
@@ -63,6 +65,10 @@ class SourceError(RunnerError):
 
 class ClusterUnreachable(RunnerError):
     """Connecting to the API server failed after the retries."""
+
+
+class AnswerTooLarge(ClusterUnreachable):
+    """An answer of the API server over its ceiling (krmfn/net/ceilings.py): not retried."""
 
 
 class KubeconfigError(RunnerError):
