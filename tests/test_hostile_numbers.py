@@ -29,6 +29,8 @@ from krmfn.cli import main as krmfn_main
 from krmfn.duration import parse_duration
 from krmfn.functions.set_image.semver import SemverError, parse_constraint, parse_version
 from krmfn.functions.validate_jobs import FUNCTION as VALIDATE_JOBS
+from krmfn.net.answers import framing_of
+from krmfn.net.errors import Malformed
 from krmfn.net.wire import Response
 from krmfn.numbers import MAX_DIGITS, whole
 from krmfn.runner import lock, waiter
@@ -177,6 +179,17 @@ def test_a_hostile_retry_after_falls_back_to_the_backoff(value: str) -> None:
     honoured = stripped.isascii() and stripped.isdigit() and len(stripped) < 10
     assert clock.sleeps == ([float(stripped)] if honoured else [0.05]), clock.sleeps
     assert len(seen) == 2
+
+
+@pytest.mark.parametrize("value", HOSTILE, ids=IDS)
+def test_a_hostile_content_length_is_a_malformed_answer(value: str) -> None:
+    """Every HTTP answer krmfn reads (the API server's, a registry's) is framed by its Content-Length."""
+    stripped = value.strip()
+    if stripped.isascii() and stripped.isdigit() and len(stripped) < 19:
+        assert framing_of("GET", 200, {"content-length": value})[1] == int(stripped)
+        return
+    with pytest.raises(Malformed, match="Content-Length is not one number"):
+        framing_of("GET", 200, {"content-length": value})
 
 
 @pytest.mark.parametrize("value", HOSTILE, ids=IDS)
