@@ -23,9 +23,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-from fake_http import MockTransport, params_of, path_of
+from fake_http import MockTransport, kubeconfig, params_of, path_of
 from fake_kube import RESOURCES, FakeApi
-from lightkube.config.kubeconfig import KubeConfig
 
 from krmfn.net.wire import Request, Response
 from krmfn.runner.api import ApiStatusError, NoSuchKind, Resource
@@ -34,16 +33,7 @@ from krmfn.runner.kube import HttpApi
 JSON = {"Content-Type": "application/json"}
 WIDGETS = Resource("example.com", "v1", "Widget", "widgets", True)
 """A custom resource: health by kstatus rules or CEL, any status a controller (or an attacker) writes."""
-CONFIG = KubeConfig.from_dict(
-    {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "ctx",
-        "clusters": [{"name": "c", "cluster": {"server": "https://api.test:6443"}}],
-        "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u", "namespace": "ns"}}],
-        "users": [{"name": "u", "user": {"token": "t0k3n"}}],
-    }
-).get()
+CONFIG = kubeconfig("ns")
 
 
 class Store(FakeApi):

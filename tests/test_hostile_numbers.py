@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_run import krmfn_cli
 from fake_kube import FakeApi
 from hypothesis import given
 from hypothesis import strategies as st
@@ -25,7 +26,6 @@ from test_runner_http import CONFIGMAPS, ok
 from test_runner_http import api as http_api
 
 from krmfn import kobj, package
-from krmfn.cli import main as krmfn_main
 from krmfn.duration import parse_duration
 from krmfn.functions.set_image.semver import SemverError, parse_constraint, parse_version
 from krmfn.functions.validate_jobs import FUNCTION as VALIDATE_JOBS
@@ -70,13 +70,6 @@ def one_line(text: str, longest: int = 600) -> str:
     return lines[0]
 
 
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = krmfn_main(argv)
-    return code, out.getvalue(), err.getvalue()
-
-
 def _stream(tmp: Path, annotations: dict[str, str]) -> str:
     doc = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "annotations": annotations}}
     path = tmp / "stream.yaml"
@@ -111,15 +104,15 @@ def test_whole_refuses_every_hostile_number(value: str) -> None:
 @pytest.mark.parametrize("value", HOSTILE, ids=IDS)
 def test_a_hostile_step_index_is_one_input_error_in_plan_and_export(value: str, tmp_path: Path) -> None:
     stream = _stream(tmp_path, {STEP_INDEX: value})
-    code, _, err = run_cli(["plan", "-f", stream])
+    code, _, err = krmfn_cli(["plan", "-f", stream])
     assert code == 2 and "krmfn.dev/step-index must be a whole number" in one_line(err)
-    code, out, err = run_cli(["export", "argocd", "-f", stream])
+    code, out, err = krmfn_cli(["export", "argocd", "-f", stream])
     assert (code, out) == (1, "") and "krmfn.dev/step-index must be a whole number" in one_line(err)
 
 
 @pytest.mark.parametrize("value", HOSTILE, ids=IDS)
 def test_a_hostile_step_timeout_is_one_input_error(value: str, tmp_path: Path) -> None:
-    code, _, err = run_cli(["plan", "-f", _stream(tmp_path, {STEP_TIMEOUT: value + "s"})])
+    code, _, err = krmfn_cli(["plan", "-f", _stream(tmp_path, {STEP_TIMEOUT: value + "s"})])
     if value == "+1":  # Go's time.ParseDuration reads "+1s"
         assert code == 0
         return

@@ -15,16 +15,15 @@ deep (500 here: where its walkers stop depends on the stack) made ``krmfn diff``
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_run import krmfn_cli
 from scripted_kube import Served, Store
 
-from krmfn.cli import main as krmfn_main
 from krmfn.runner.api import MAX_DEPTH, parse_json
 from krmfn.runner.celworker import Worker
 from krmfn.runner.engine import Options, Runner
@@ -71,12 +70,9 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
 
 
 def run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = krmfn_main(argv)
-    text = out.getvalue() + err.getvalue()
-    assert "Traceback" not in text and "RecursionError" not in text, text[-3000:]
-    return code, out.getvalue(), err.getvalue()
+    code, out, err = krmfn_cli(argv)
+    assert "RecursionError" not in out + err, (out + err)[-3000:]
+    return code, out, err
 
 
 def stream(tmp: Path, *docs: dict[str, Any]) -> str:

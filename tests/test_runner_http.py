@@ -9,8 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from fake_http import MockTransport, json_answer, params_of, path_of
-from lightkube.config.kubeconfig import KubeConfig
+from fake_http import MockTransport, json_answer, kubeconfig, params_of, path_of
 
 from krmfn.net.errors import Unreachable
 from krmfn.net.wire import Request, Response
@@ -18,16 +17,7 @@ from krmfn.runner.api import ApiStatusError, Resource
 from krmfn.runner.errors import ClusterUnreachable
 from krmfn.runner.kube import HttpApi
 
-CONFIG = KubeConfig.from_dict(
-    {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "ctx",
-        "clusters": [{"name": "c", "cluster": {"server": "https://api.test:6443"}}],
-        "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u", "namespace": "apps"}}],
-        "users": [{"name": "u", "user": {"token": "t0k3n"}}],
-    }
-).get()
+CONFIG = kubeconfig("apps")
 CONFIGMAPS = Resource(group="", version="v1", kind="ConfigMap", plural="configmaps", namespaced=True)
 
 

@@ -10,45 +10,28 @@ and ``krmfn status``, with their documented exit codes; the Secret's key is in n
 from __future__ import annotations
 
 import base64
-import contextlib
-import io
 import json
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
-from lightkube import ApiError, Client
+from cli_run import krmfn_cli
+from lightkube import Client
 from lightkube.generic_resource import create_namespaced_resource
-from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import Secret
 from lightkube.types import PatchType
 
-from krmfn.cli import main as krmfn_main
 from krmfn.runner.api import MAX_DEPTH
 from krmfn.yaml.io import dump_all_fast
 
-from .cluster import wait_until
+from .crds import controller as controller_of
+from .crds import install, open_crd
 
 Doc = dict[str, Any]
 GROUP = "hostile.test.krmfn.dev"
 Gadget = create_namespaced_resource(GROUP, "v1", "Gadget", "gadgets")
-CRD: Doc = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": f"gadgets.{GROUP}"},
-    "spec": {
-        "group": GROUP,
-        "scope": "Namespaced",
-        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-        }],
-    },
-}  # fmt: skip
+CRD = open_crd(GROUP, "Gadget", "gadgets")
 LIMIT = f"nests deeper than {MAX_DEPTH} levels"
 KEY_CORE = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
 KEY = f"-----BEGIN PRIVATE KEY-----\n{KEY_CORE}\n-----END PRIVATE KEY-----\n"
@@ -63,26 +46,7 @@ def deep(levels: int) -> Any:
 
 @pytest.fixture(scope="module")
 def gadgets(kube_client: Client) -> None:
-    try:
-        kube_client.get(CustomResourceDefinition, CRD["metadata"]["name"])
-    except ApiError:
-        kube_client.create(cast(CustomResourceDefinition, CustomResourceDefinition.from_dict(CRD)))
-
-    def established() -> bool:
-        crd = kube_client.get(CustomResourceDefinition, CRD["metadata"]["name"])
-        conditions = (crd.status.conditions if crd.status else None) or []
-        return any(c.type == "Established" and c.status == "True" for c in conditions)
-
-    wait_until("the Gadget CRD established", established, 30)
-
-    def served() -> bool:
-        try:
-            list(kube_client.list(Gadget, namespace="default"))
-        except Exception:  # a plain-text 404 until discovery serves the kind
-            return False
-        return True
-
-    wait_until("Gadgets served", served, 30)
+    install(kube_client, CRD, Gadget)
 
 
 Run = Callable[..., tuple[int, str, str]]
@@ -100,12 +64,9 @@ def krmfn(kubeconfig: Path, namespace: str, tmp_path: Path) -> Run:
             path = tmp_path / f"input-{next(counter)}.yaml"
             path.write_text(dump_all_fast(docs))
             argv += ["-f", str(path)]
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = krmfn_main(argv)
-        text = out.getvalue() + err.getvalue()
-        assert "Traceback" not in text and "RecursionError" not in text, text[-3000:]
-        return code, out.getvalue(), err.getvalue()
+        code, out, err = krmfn_cli(argv)
+        assert "RecursionError" not in out + err, (out + err)[-3000:]
+        return code, out, err
 
     return run
 
@@ -123,28 +84,8 @@ def last_line(text: str, *words: str) -> str:
 @pytest.fixture
 def controller(kube_client: Client, namespace: str) -> Iterator[Callable[[str, Doc], None]]:
     """``controller(name, status)``: writes ``status`` on the Gadget ``name`` once it exists."""
-    stop = threading.Event()
-    threads: list[threading.Thread] = []
-
-    def drive(name: str, status: Doc) -> None:
-        def run() -> None:
-            while not stop.wait(0.05):
-                try:
-                    kube_client.get(Gadget, name, namespace=namespace)
-                except ApiError:
-                    continue
-                time.sleep(0.5)  # the run is watching by now
-                kube_client.patch(Gadget.Status, name, {"status": status}, namespace=namespace,
-                                  patch_type=PatchType.MERGE)  # fmt: skip
-                return
-
-        threads.append(threading.Thread(target=run, daemon=True))
-        threads[-1].start()
-
-    yield drive
-    stop.set()
-    for thread in threads:
-        thread.join(10)
+    with controller_of(kube_client, namespace, Gadget) as drive:
+        yield lambda name, status: drive(name, 0.5, status)  # 0.5 s: the run is watching by then
 
 
 @pytest.mark.usefixtures("gadgets")
