@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from lightkube.config.kubeconfig import KubeConfig, SingleConfig
+
 from krmfn.net.budget import Timer
 from krmfn.net.wire import Request, Response
 
@@ -39,3 +41,17 @@ def path_of(request: Request) -> str:
 
 def params_of(request: Request) -> dict[str, str]:
     return {name: values[-1] for name, values in parse_qs(urlsplit(request.target).query).items()}
+
+
+def kubeconfig(namespace: str) -> SingleConfig:
+    """A kubeconfig's context for ``https://api.test:6443``, a bearer token, ``namespace`` its default."""
+    return KubeConfig.from_dict(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "ctx",
+            "clusters": [{"name": "c", "cluster": {"server": "https://api.test:6443"}}],
+            "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u", "namespace": namespace}}],
+            "users": [{"name": "u", "user": {"token": "t0k3n"}}],
+        }
+    ).get()

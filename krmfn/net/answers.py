@@ -15,6 +15,7 @@ from krmfn.net.budget import Timer
 from krmfn.net.ceilings import MAX_CHUNK_LINE, MAX_HEAD, MAX_HEADER_LINES, size
 from krmfn.net.errors import Malformed, TooLarge, Unreachable
 from krmfn.net.sockets import RECV, Conn
+from krmfn.numbers import whole
 
 LENGTH, CHUNKED, CLOSE, EMPTY = range(4)
 
@@ -280,7 +281,7 @@ def framing_of(method: str, status: int, headers: dict[str, str]) -> tuple[int, 
         return CLOSE, 0
     values = {part.strip() for part in declared.split(",")}
     value = values.pop() if len(values) == 1 else ""
-    if not value.isascii() or not value.isdigit() or len(value) > 18:
+    length = whole(value, 10**18 - 1)  # krmfn.numbers: ASCII digits only, bounded
+    if length is None:
         raise Malformed("the answer's Content-Length is not one number")
-    length = int(value)
     return (LENGTH, length) if length else (EMPTY, 0)

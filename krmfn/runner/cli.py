@@ -18,10 +18,11 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from krmfn import interrupts
-from krmfn.clihelp import epilog
+from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.duration import SECOND, parse_duration
-from krmfn.errors import RunnerError
-from krmfn.runner.errors import Interrupted, SourceError
+from krmfn.errors import EXIT_INTERNAL, RunnerError
+from krmfn.numbers import whole
+from krmfn.runner.errors import InternalError, Interrupted, SourceError
 from krmfn.runner.events import Error
 from krmfn.runner.identity import Identity, identify
 from krmfn.runner.joblogs import DEFAULT_LINES
@@ -29,7 +30,7 @@ from krmfn.runner.parallel import DEFAULT_CONCURRENCY
 from krmfn.runner.plan import Plan, build_plan, check_applyset
 from krmfn.runner.printers import format_plan, make_printer, plan_data
 from krmfn.runner.source import kustomize_build, read_files
-from krmfn.terminal import safe_line
+from krmfn.terminal import cut, safe_line
 
 if TYPE_CHECKING:
     from krmfn.net.budget import Budget
@@ -58,12 +59,11 @@ MAX_LOG_LINES = 1000
 
 
 def _log_lines(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 0 <= value <= MAX_LOG_LINES:
-        raise argparse.ArgumentTypeError(f"must be between 0 and {MAX_LOG_LINES}: {text!r}")
+    value = whole(text, MAX_LOG_LINES)
+    if value is None:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from 0 to {MAX_LOG_LINES}: {cut(text, 40)!r}"
+        )
     return value
 
 
@@ -71,20 +71,24 @@ MAX_CONCURRENCY = 64
 
 
 def _concurrency(text: str) -> int:
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_CONCURRENCY:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_CONCURRENCY}: {text!r}")
-    return int(text)
+    value = whole(text, MAX_CONCURRENCY, low=1)
+    if value is None:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from 1 to {MAX_CONCURRENCY}: {cut(text, 40)!r}"
+        )
+    return value
 
 
 EXIT_CODES = {
     "plan": (("0", "the plan was printed"), ("2", "a usage or input error (unreadable file, bad "
-                                                   "annotation)")),
+                                                   "annotation)"), INTERNAL_EXIT_CODE),
     "apply": (
         ("0", "every step healthy (or applied, for a final step that does not wait), prune done"),
         ("1", "the run failed: an object refused or failed, a timeout, the cluster unreachable, the "
               "inventory locked, another app's, or not krmfn's"),
         ("2", "a usage or input error, before any connection (no inventory name while pruning)"),
         ("130, 143", "interrupted by SIGINT, SIGTERM: nothing pruned, run again to continue"),
+        INTERNAL_EXIT_CODE,
     ),
     "diff": (
         ("0", "the next apply would change nothing"),
@@ -92,6 +96,7 @@ EXIT_CODES = {
         ("2", "an error: bad input, the cluster unreachable, an object the server refuses (named), "
               "another tool's or app's inventory, KRMFN_DIFF failed"),
         ("130, 143", "interrupted by SIGINT, SIGTERM; nothing was written"),
+        INTERNAL_EXIT_CODE,
     ),
 }  # fmt: skip
 EXAMPLES = {
@@ -423,4 +428,6 @@ def exit_code(result: Result) -> int:
         return 0
     if isinstance(result.error, Interrupted):
         return 128 + result.error.signum
+    if isinstance(result.error, InternalError):
+        return EXIT_INTERNAL
     return EXIT_FAILED

@@ -5,7 +5,8 @@ and server-set metadata left out, Secret values masked), coloured on a terminal 
 names another program to compare the two directories (as ``KUBECTL_EXTERNAL_DIFF`` does). ``-o json``:
 one event per object with its change as an RFC 6902 JSON Patch, then a result line.
 
-Exit codes follow kubectl diff: 0 nothing would change, 1 something would, 2 an error.
+Exit codes follow kubectl diff: 0 nothing would change, 1 something would, 2 an error; and a bug is
+``krmfn.errors.EXIT_INTERNAL``, never 1.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from krmfn.errors import RunnerError
+from krmfn.errors import DEBUG_ENV, RunnerError, internal_error
 from krmfn.runner.diff import CHANGES, Change, as_yaml, patch_of, unified
 from krmfn.terminal import safe_line
 
@@ -42,6 +43,17 @@ def _fail(err: RunnerError | str) -> None:
 
 
 def run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argparse.Namespace], Api]) -> int:
+    """The diff's exit code. A bug raises (krmfn.cli reports it, exit ``EXIT_INTERNAL``, never 1, which
+    says "changes found"); with ``-o json`` the result line says so first."""
+    try:
+        return _run(args, docs, api_factory)
+    except Exception as err:
+        if args.output == "json" and not os.environ.get(DEBUG_ENV):
+            _result(sys.stdout, [], [], internal_error(err))
+        raise
+
+
+def _run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argparse.Namespace], Api]) -> int:
     from krmfn.net.budget import Budget
     from krmfn.runner.cli import _identity, _make_plan, interruptible
     from krmfn.runner.differ import Differ, DiffOptions, Failure

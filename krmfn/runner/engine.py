@@ -10,6 +10,7 @@ until its last inventory write (lock.py says why there, inventory.py how the wri
 
 from __future__ import annotations
 
+import os
 import queue
 import time
 from collections.abc import Callable
@@ -18,13 +19,14 @@ from functools import partial
 from typing import Any, ParamSpec, Protocol, TypeVar
 
 import krmfn
-from krmfn.errors import RunnerError
+from krmfn.errors import DEBUG_ENV, RunnerError
 from krmfn.kobj import annotations_of
 from krmfn.net.budget import Budget
 from krmfn.runner import joblogs, jobs
 from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
 from krmfn.runner.applyset import JobRecord, Outcome, Parent, as_member
 from krmfn.runner.errors import (
+    InternalError,
     Interrupted,
     InvalidObject,
     InventoryError,
@@ -203,9 +205,14 @@ class Runner:
             try:
                 self._run(plan, result)
             except RunnerError as err:
-                failed = plan.steps[self._step].name if 0 <= self._step < len(plan.steps) else None
-                self._runlog.end(err, failed)
+                self._runlog.end(err, self._failed_step(plan))
                 raise
+            except Exception as err:  # a bug: the run still ends as a failure, recorded, its lock released
+                internal = InternalError(err, self._during)
+                self._runlog.end(internal, self._failed_step(plan))
+                if os.environ.get(DEBUG_ENV):
+                    raise
+                raise internal from err
             finally:
                 if self._inventory is not None:
                     # Releases the lock after a failure, recording how the run ended; nothing after close().
@@ -221,6 +228,9 @@ class Runner:
                 result.failed_step, result.failed_step_index = name, step
         result.elapsed = self.clock.monotonic() - started
         return result
+
+    def _failed_step(self, plan: Plan) -> str | None:
+        return plan.steps[self._step].name if 0 <= self._step < len(plan.steps) else None
 
     # --- the sequence ------------------------------------------------------------------------------------
 

@@ -17,7 +17,8 @@ RunnerError (krmfn.errors)
 ├── StepFailed            an object of a step failed (Job Failed, rollout stalled, ...)
 ├── StepTimeout           a step was not healthy within its timeout
 ├── RunTimeout            the whole run took longer than --timeout
-└── Interrupted           SIGINT/SIGTERM: stopped between requests; ``signum`` says which
+├── Interrupted           SIGINT/SIGTERM: stopped between requests; ``signum`` says which
+└── InternalError         an exception the runner did not expect (a bug): the run still ends as a failure
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import signal
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
-from krmfn.errors import RunnerError
+from krmfn.errors import RunnerError, internal_error
 from krmfn.runner.api import ApiStatusError, NoSuchKind
 
 if TYPE_CHECKING:  # it imports this module
@@ -40,6 +41,7 @@ __all__ = [
     "ApplyConflict",
     "ClusterUnreachable",
     "Forbidden",
+    "InternalError",
     "Interrupted",
     "InvalidObject",
     "InventoryError",
@@ -158,6 +160,15 @@ class Interrupted(RunnerError):
         name = signal.Signals(signum).name
         super().__init__(f"interrupted by {name} during {during}; nothing was pruned; run again to continue")
         self.signum = signum
+
+
+class InternalError(RunnerError):
+    """An exception the engine did not expect, a bug, turned into the run's error so that the run still
+    ends as a failure: its record ended, the lock released, the ``error`` and ``result`` events written,
+    exit code ``krmfn.errors.EXIT_INTERNAL``."""
+
+    def __init__(self, err: BaseException, during: str) -> None:
+        super().__init__(internal_error(err, during))
 
 
 def as_object_error(key: Key, err: ApiStatusError) -> ObjectError:

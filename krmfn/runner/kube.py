@@ -33,11 +33,13 @@ from krmfn.net.ceilings import DISCOVERY, LIST, LOGS, OBJECT, TICK, WATCH, Ceili
 from krmfn.net.errors import NetError, Stopped, TimedOut, TooLarge, Unreachable
 from krmfn.net.urls import redact
 from krmfn.net.wire import Transport
+from krmfn.numbers import whole
 from krmfn.runner.api import (
     TRANSIENT,
     ApiStatusError,
     NoSuchKind,
     Resource,
+    Unreadable,
     WatchEvent,
     group_path,
     parse_json,
@@ -266,6 +268,8 @@ class HttpApi:
                         if event is None:  # a proxy's page, a cut line: resumed as a dropped watch is
                             raise ClusterUnreachable(f"watch of {what}: the answer is not a stream of events")
                         yield event
+        except Unreadable as err:  # not a dropped watch: resumed, the same event would come again
+            raise ApiStatusError(200, "InvalidResponse", f"watch of {what}: an event {err}") from None
         except Stopped as err:
             if stop.is_set():
                 return
@@ -341,8 +345,8 @@ class HttpApi:
                 if reply.status not in TRANSIENT:
                     raise _status_error(reply)
                 retry_after = reply.headers.get("retry-after", "").strip()
-                if retry_after.isdigit():
-                    delay = max(delay, float(retry_after))
+                if (seconds := whole(retry_after, 2**31 - 1)) is not None:  # krmfn.numbers: not int()
+                    delay = max(delay, float(seconds))
                 # A Retry-After past the budget ends the retries now, rather than sleeping beyond it.
                 if self._clock() + delay > deadline:
                     raise _status_error(reply)
@@ -384,6 +388,8 @@ def _watch_event(line: bytes) -> WatchEvent | None:
     """One line of a watch: ``{"type": ..., "object": {...}}``, or None when it is not that."""
     try:
         event = parse_json(line)
+    except Unreadable:
+        raise
     except ValueError:
         return None
     found = event.get("object") if isinstance(event, dict) else None
@@ -395,6 +401,8 @@ def _watch_event(line: bytes) -> WatchEvent | None:
 def _decode(reply: Reply) -> dict[str, Any]:
     try:
         body = reply.json()
+    except Unreadable as err:
+        raise ApiStatusError(reply.status, "InvalidResponse", f"the answer {err}") from None
     except ValueError:  # a proxy's HTML page, a truncated body: not the API server's answer
         raise ApiStatusError(
             reply.status, "InvalidResponse", "the answer is not JSON (is the server an API server?)"

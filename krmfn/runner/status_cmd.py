@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from krmfn.clihelp import epilog
+from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import RunnerError
 from krmfn.kobj import annotations_of
 from krmfn.runner.applyset import TOOLING, Parent
@@ -35,6 +35,7 @@ EXIT_CODES = (
           "of that name, or another tool's; or the cluster is unreachable"),
     ("2", "a usage error (no inventory name, unreadable -f/-k input)"),
     ("130, 143", "interrupted by SIGINT, SIGTERM"),
+    INTERNAL_EXIT_CODE,
 )  # fmt: skip
 EXAMPLES = (
     ("the last run and the live health of the shop app's objects in prod",
