@@ -13,20 +13,17 @@ results once wrote it raw (docs/security.md R5).
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from unittest.mock import patch
 
 import pytest
+from cli_run import krmfn_cli
 from robustness.harness import inert
 
-from krmfn import cli
 from krmfn.registry import CANONICAL_ORDER, load
 from krmfn.yaml.io import dump_fast
 
@@ -69,18 +66,11 @@ def function(name: str, text: str, *args: str) -> Callable[[Path], Ran]:
     return run
 
 
-def command(argv: list[str], stdin: str = "") -> Callable[[Path], Ran]:
+def command(argv: list[str]) -> Callable[[Path], Ran]:
     """``krmfn ARGV`` in-process, through the top-level CLI, its sys streams captured."""
 
     def run(tmp: Path) -> Ran:
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), patch.object(sys, "stdin"):
-            sys.stdin = io.StringIO(stdin)
-            try:
-                code = cli.main([a.replace("{TMP}", str(tmp)) for a in argv])
-            except SystemExit as stop:  # argparse's usage exit
-                code = stop.code if isinstance(stop.code, int) else 2
-        return Ran(code, out.getvalue(), err.getvalue())
+        return Ran(*krmfn_cli([a.replace("{TMP}", str(tmp)) for a in argv]))
 
     return run
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from krmfn.cliargs import CommandParser
-from krmfn.clihelp import epilog
+from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import KrmfnError
 from krmfn.export import argocd, resourceset
 from krmfn.export.steps import group
@@ -32,6 +32,7 @@ EXIT_CODES = (
     ("0", "written"),
     ("1", "the stream cannot be exported (unreadable, bad step annotations, an engine's limit)"),
     ("2", "a usage error (unknown engine or flag, a missing required flag)"),
+    INTERNAL_EXIT_CODE,
 )
 EXAMPLES = {
     "": (

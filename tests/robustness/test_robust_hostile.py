@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_run import krmfn_cli
 from fswatch import Watch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from krmfn import cli
 from krmfn.limits import Limits
 from krmfn.registry import CANONICAL_ORDER, load
 from krmfn.yaml.io import dump_all_fast, dump_fast
@@ -324,13 +324,7 @@ def hostile_package(hostile: Hostile, slot: tuple[Any, tuple[Any, ...]]) -> Iter
 
 
 def run_command(argv: list[str]) -> Ran:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main(argv)
-        except SystemExit as stop:
-            code = stop.code if isinstance(stop.code, int) else 2
-    return Ran(code, out.getvalue(), err.getvalue())
+    return Ran(*krmfn_cli(argv))
 
 
 def tree(directory: Path) -> dict[str, bytes]:
