@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -292,9 +293,25 @@ def final_name(obj: Obj) -> str:
     return name
 
 
+_HASH_SUFFIX = re.compile(r"-[2456789bcdfghkmt]{10}$")
+"""What kustomize's generators append: ``-`` and 10 characters of a sha256 in hex, with 0, 1, 3, a and e
+written g, h, k, m and t (``kustomize_hash``)."""
+
+
+def name_before_hash(obj: Obj) -> str:
+    """The name of a ConfigMap or Secret without the hash a kustomize generator appended to it: after
+    the build that suffix is all the stream tells of the generator (its earlier names are gone), and it
+    changes with every change of the content. Any other object's name as it is."""
+    name = ref_of(obj).name
+    if obj.get("kind") in ("ConfigMap", "Secret") and obj.get("apiVersion") == "v1":
+        return _HASH_SUFFIX.sub("", name) or name
+    return name
+
+
 def names_of(obj: Obj) -> list[str]:
-    """Every name ``obj`` has had or will have: earlier names, the current one, the final one."""
-    found = [i.name for i in previous_ids(obj)] + [ref_of(obj).name, final_name(obj)]
+    """Every name ``obj`` has had or will have: earlier names, the current one, the final one, and the
+    name before a generator's hash (the same inside a build and in a pipe after it)."""
+    found = [i.name for i in previous_ids(obj)] + [ref_of(obj).name, final_name(obj), name_before_hash(obj)]
     return list(dict.fromkeys(n for n in found if n))
 
 
