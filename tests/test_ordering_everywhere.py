@@ -110,7 +110,8 @@ def test_every_path_refuses_the_same_layouts(
     if order != "too-early":
         assert {k: c for k, (c, _) in outcomes.items()} == dict.fromkeys(outcomes, 0), outcomes
         return
-    assert {k: c for k, (c, _) in outcomes.items()} == {"set-steps": 1, "plan": 2, "argocd": 1, "resourceset": 1}
+    codes = {k: c for k, (c, _) in outcomes.items()}
+    assert codes == {"set-steps": 1, "plan": 2, "argocd": 1, "resourceset": 1}
     for where, (_, text) in outcomes.items():
         assert f"in step 'pre-deploy', but {words}, in the later step 'deploy'" in text, (where, text)
         assert text.count("\n") <= (0 if where == "set-steps" else 1), text  # one line on stderr

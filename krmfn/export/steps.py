@@ -12,18 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from krmfn import ordering, steps
+from krmfn import ordering, steps, stream
 from krmfn.errors import InputError
 from krmfn.kobj import Obj, ref_of
 from krmfn.scopes import Scopes
 from krmfn.steps import Steps, describe
 
 
-def group(objects: Iterable[Obj]) -> Steps:
+def group(objects: Iterable[Obj], sources: Iterable[str] = ("-",), allow_empty: bool = False) -> Steps:
+    """The steps of ``objects`` (read from ``sources``); no objects at all is an error unless
+    ``allow_empty`` (an engine given nothing deletes what it applied before)."""
     objects = list(objects)
     found = steps.group(_once(objects))
-    if not found.steps:
-        raise InputError("the input holds no resources")
+    if not found.steps and not found.on_failure and not allow_empty:
+        named = stream.describe(sources)
+        raise InputError(
+            f"{stream.no_objects(named)}; if an app without objects is meant, pass --allow-empty"
+        )
     misordered = ordering.misorders([step.items for step in found.steps], Scopes(objects))
     if misordered:
         raise InputError(ordering.describe(misordered, [step.name for step in found.steps], describe))

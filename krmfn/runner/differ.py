@@ -39,6 +39,7 @@ class DiffOptions:
     adopt: bool = False
     prune_namespaces: bool = False
     prune_crds: bool = False
+    allow_empty: bool = False
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ class Differ:
             self.api, parent, parent.group_kinds, parent.namespaces | {parent.namespace}, call=call
         )
         planned = {it.key for it in plan.items}
-        if self.options.prune and not self.options.adopt:
+        if self.options.prune and not self.options.adopt and (planned or not self.options.allow_empty):
             foreign = foreign_inventory(
                 parent, self.options.applyset_source, planned, (key_of(o) for o, _ in members)
             )

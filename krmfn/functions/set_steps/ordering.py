@@ -63,7 +63,9 @@ def unmatched_selectors(
             message = f"step {step.name!r}: this selector matches no resource"
             if lost:
                 message += ", so " + _listed(lost)
-            message += _suggestion(selector, _near(selector, objects, meant), objects)
+            # Objects of its kind that fell to a later step are what it may mean when no name is near
+            # (a kustomize namespace: renames the Namespace apps to shop).
+            message += _suggestion(selector, _near(selector, objects) or later[:NEAR_NAMES], objects)
             field = f"functionConfig.{where}[{position}].selectors[{j}]"
             if lost and config.unmatched_selectors == "error":
                 results.error(message + "; to accept this, set unmatchedSelectors: warning", field=field)
@@ -95,7 +97,7 @@ def _names(obj: Obj) -> list[str]:
     return [*names_of(obj), *([str(base)] if base else [])]
 
 
-def _near(selector: Selector, objects: list[Obj], meant: list[Obj]) -> list[Obj]:
+def _near(selector: Selector, objects: list[Obj]) -> list[Obj]:
     """Objects of the selector's kind whose names contain the selector's name (a namePrefix, nameSuffix or
     hash), then those with a close name (a typo); each once, at most ``NEAR_NAMES``."""
     if not selector.name:
