@@ -266,6 +266,7 @@ class Outcome:
     """kind -> krmfn.dev/step of its one object (empty when the run failed)."""
     names: dict[str, str]
     """kind -> name of its one object in the output."""
+    objects: list[dict[str, Any]]
 
 
 def _run(args: list[str], cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -291,7 +292,7 @@ def build(root: Path, case: Case, placement: str, steps: dict[str, Any], **varia
     steps_of = {o["kind"]: str((o["metadata"].get("annotations") or {}).get("krmfn.dev/step")) for o in out}
     names = {o["kind"]: o["metadata"]["name"] for o in out}
     assert len(steps_of) == len(out), "one object per kind"
-    return Outcome(done.returncode, errors, warnings, steps_of, names)
+    return Outcome(done.returncode, errors, warnings, steps_of, names, out)
 
 
 def in_place(outcome: Outcome) -> bool:
@@ -337,8 +338,38 @@ def check_ordering(case: Case, root: Path) -> None:
     for words in MISORDERS:
         found = [e for e in wrong.errors if words in e and "in the later step 'deploy'" in e]
         assert found, f"no error says {words!r}:\n" + "\n".join(wrong.errors)
-    right = build(root, case, case.placement, layout(BY_LABEL, *({"kind": k} for k in NEEDED)))
+    right = build(
+        root, case, case.placement, layout(BY_LABEL, *({"kind": k} for k in NEEDED), emit=["depends-on"])
+    )
     assert in_place(right), right
+    assert dangling_depends_on(right.objects) == []
+
+
+def dangling_depends_on(objs: list[dict[str, Any]]) -> list[str]:
+    """kpt live's references (set-steps ``emit: [depends-on]``) that name no object of the output: inside a
+    build a generated ConfigMap has no hash suffix yet when set-steps writes them."""
+    present = {
+        (
+            o["apiVersion"].rpartition("/")[0],
+            o["kind"],
+            o["metadata"].get("namespace", ""),
+            o["metadata"]["name"],
+        )
+        for o in objs
+    }
+    missing = []
+    for obj in objs:
+        text = (obj["metadata"].get("annotations") or {}).get("config.kubernetes.io/depends-on", "")
+        for entry in filter(None, text.split(",")):
+            parts = entry.split("/")
+            group, kind, namespace, name = (
+                (parts[0], parts[3], parts[2], parts[4])
+                if len(parts) == 5
+                else (parts[0], parts[1], "", parts[2])
+            )
+            if (group, kind, namespace, name) not in present:
+                missing.append(f"{obj['kind']} {obj['metadata']['name']}: {entry}")
+    return missing
 
 
 def check_selectors(case: Case, root: Path) -> None:
