@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kustomize_trees import by_kind_name, fn_files, kustomize, normalized, one, pipe, write_tree
+from kustomize_trees import by_kind_name, deployment, fn_files, kustomize, normalized, one, pipe, write_tree
 
 from krmfn.functions.hash_job_names.naming import unhashed
 from krmfn.kustomize_names import (
@@ -135,22 +135,7 @@ def test_unhashed_removes_the_hash_wherever_affixes_were_added(name: str, record
 def _base(target_literal: str = "v1") -> dict[str, Any]:
     migrate = job("migrate", "migrate-config", "plain", namespace="")
     del migrate["metadata"]["namespace"], migrate["metadata"]["annotations"]
-    web = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web"},
-        "spec": {
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {
-                    "containers": [
-                        {"name": "w", "image": "x", "envFrom": [{"configMapRef": {"name": "plain"}}]}
-                    ]
-                },
-            },
-        },
-    }
+    web = deployment("web", "plain")
     account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "runner"}}
     return {
         "base/kustomization.yaml": {"resources": ["job.yaml", "plain.yaml"]},

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 from e2e import env, tool
-from kustomize_trees import objects, write_tree
+from kustomize_trees import deployment, objects, write_tree
 
 from krmfn.yaml.io import dump_fast, load_all_fast
 
@@ -147,22 +147,7 @@ def base_objects(case: Case, image: str) -> list[dict[str, Any]]:
             },
         },
     }
-    web = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": meta("web"),
-        "spec": {
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {
-                    "containers": [
-                        {"name": "w", "image": "web:1", "envFrom": [{"configMapRef": {"name": "web-config"}}]}
-                    ]
-                },
-            },
-        },
-    }
+    web = deployment("web", "web-config", "web:1", namespace="apps")
     crd = {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
