@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from krmfn.kobj import Obj, get_path, ref_of
-from krmfn.kustomize_names import CONFIGMAP, PVC, SECRET, SERVICE_ACCOUNT, Names, Target, rewritten_fields
+from krmfn.kustomize_names import CONFIGMAP, PVC, SECRET, SERVICE_ACCOUNT, Names, Target, rewrites
 from krmfn.podtemplates import pod_templates, pod_uses
 from krmfn.scopes import Scopes
 
@@ -63,7 +63,7 @@ def misorders(groups: Sequence[Sequence[Obj]], scopes: Scopes) -> list[Misorder]
     names = Names(everything)
     crds: dict[tuple[str, str], Obj] = {}
     for obj in everything:
-        if (ref_of(obj).group, ref_of(obj).kind) == CRD:
+        if obj.get("kind") == CRD[1] and ref_of(obj).group == CRD[0]:
             group_name, kind = get_path(obj, "spec.group"), get_path(obj, "spec.names.kind")
             crds.setdefault((str(group_name or ""), str(kind or "")), obj)
     found: list[Misorder] = []
@@ -74,12 +74,11 @@ def misorders(groups: Sequence[Sequence[Obj]], scopes: Scopes) -> list[Misorder]
 
     for obj in everything:
         ref = ref_of(obj)
-        rewritten = rewritten_fields(obj)
         for template in pod_templates(obj):
             for used in pod_uses(template, ref.namespace):
                 if used.optional:
                     continue
-                needed = names.resolve(obj, TARGETS[used.kind], used.name, used.field in rewritten)
+                needed = names.resolve(obj, TARGETS[used.kind], used.name, rewrites(obj, used.field))
                 later(
                     obj, needed, used.field, "its pod template uses",
                     "its pods cannot start until then, so this step waits until it times out",
