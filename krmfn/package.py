@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from krmfn.errors import KrmfnError, PipelineError
-from krmfn.kobj import Obj, annotations_of, is_kustomization, metadata, ref_of
+from krmfn.kobj import MAX_INDEX, Obj, annotations_of, is_kustomization, metadata, ref_of
 from krmfn.limits import Limits
+from krmfn.numbers import whole
 from krmfn.resourcelist import item_problem
 from krmfn.yaml import edit as yamledit
 from krmfn.yaml.io import Mode, check_size, dump_fast, load_all_fast
@@ -276,7 +277,7 @@ def location(obj: Obj, default_package: Path) -> tuple[Path, str, int]:
     # kpt accepts a change to either annotation; when both are present and differ, the legacy one won.
     chosen = str(path if path is not None else internal or "")
     index_text = str(notes.get(INDEX, notes.get(I_INDEX, "0")))
-    index = int(index_text) if index_text.isdigit() else 0
+    index = whole(index_text, MAX_INDEX) or 0
     if not chosen:
         meta = obj.get("metadata") or {}
         chosen = f"{str(obj.get('kind', '')).lower()}_{meta.get('name', '')}.yaml"
