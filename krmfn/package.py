@@ -62,6 +62,8 @@ class Package:
 
 def read(directory: Path, mode: Mode, limits: Limits | None = None) -> Package:
     """The package at ``directory`` with its nested packages; a Kptfile is required at the top."""
+    if not directory.is_dir():  # the operator's path: followed like any command-line argument
+        raise PipelineError(f"{directory}: no Kptfile; krmfn render runs a kpt package's pipeline")
     return _read(Tree(directory.resolve()), (), mode, limits or Limits())
 
 
