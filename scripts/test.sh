@@ -34,7 +34,7 @@ bash scripts/build-image.sh >/dev/null
 # tests/cluster/build.sh, its images (PostgreSQL, the demo app, pause) from Debian's packages, cached by
 # content. Its tests run containerd and the kubelet as root; run as another user, they fail and say so.
 bash scripts/install-containerd.sh
-bash tests/cluster/images/build.sh >/dev/null
+[ "$(id -u)" != 0 ] || bash tests/cluster/images/build.sh >/dev/null
 command -v kpt >/dev/null || { echo "error: kpt is required for the e2e tests (preinstalled on these machines)" >&2; exit 1; }
 
 bash tests/goyaml/build.sh >/dev/null  # the Go YAML readers of tests/test_yaml_types.py, into the cache

@@ -153,6 +153,30 @@ def spawn(
     return proc, log
 
 
+def stop(procs: list[subprocess.Popen[bytes]], grace: float) -> None:
+    """SIGTERM to all of ``procs`` at once, SIGKILL to those still running ``grace`` seconds later."""
+    for proc in procs:
+        proc.terminate()
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def answers_200(conn: http.client.HTTPConnection, path: str) -> bool:
+    """Whether a GET of ``path`` on ``conn`` answers 200 (False while nothing listens); closes ``conn``."""
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        conn.close()
+
+
 def check_alive(procs: dict[str, subprocess.Popen[bytes]], log_dir: Path) -> None:
     """Raises ClusterError with the end of its log if a component has exited."""
     for name, proc in procs.items():
@@ -427,16 +451,7 @@ class Cluster:
     def down(self) -> None:
         """Stops all components (SIGTERM, then SIGKILL after a grace period). Logs stay in log_dir."""
         for wave, grace in STOP_WAVES:
-            procs = [self.procs[n] for n in wave if n in self.procs]
-            for proc in procs:
-                proc.terminate()
-            deadline = time.monotonic() + grace
-            for proc in procs:
-                try:
-                    proc.wait(max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            stop([self.procs[n] for n in wave if n in self.procs], grace)
         self.procs.clear()
         for f in self._logs:
             f.close()
@@ -589,25 +604,12 @@ class Cluster:
         self._check_alive()
         ctx = ssl.create_default_context(cafile=self.workdir / "pki" / "ca.crt")
         ctx.load_cert_chain(self.workdir / "pki" / "admin.crt", self.workdir / "pki" / "admin.key")
-        conn = http.client.HTTPSConnection(self.server.removeprefix("https://"), context=ctx, timeout=2)
-        try:
-            conn.request("GET", "/readyz")
-            return conn.getresponse().status == 200
-        except OSError:
-            return False
-        finally:
-            conn.close()
+        address = self.server.removeprefix("https://")
+        return answers_200(http.client.HTTPSConnection(address, context=ctx, timeout=2), "/readyz")
 
     def _http_ok(self, port: int, path: str) -> bool:
         self._check_alive()
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-        try:
-            conn.request("GET", path)
-            return conn.getresponse().status == 200
-        except OSError:
-            return False
-        finally:
-            conn.close()
+        return answers_200(http.client.HTTPConnection("127.0.0.1", port, timeout=2), path)
 
     def _node_schedulable(self, client: Client) -> bool:
         self._check_alive()

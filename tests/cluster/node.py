@@ -35,12 +35,14 @@ from lightkube.resources.core_v1 import Node, Pod
 from .cluster import (
     Cluster,
     ClusterError,
+    answers_200,
     build,
     cert_user,
     check_alive,
     free_port,
     peak_rss_kib,
     spawn,
+    stop,
     wait_until,
     write_kubeconfig,
 )
@@ -74,9 +76,6 @@ CNI_BIN = Path("/usr/lib/cni")
 NAMESPACE = "k8s.io"  # containerd's namespace for the kubelet's images and containers
 MNT_DETACH = 2
 POLL = 0.05
-
-# Stop order and SIGTERM grace seconds (the pods are gone before: see down()).
-STOP_WAVES = ((("kube-proxy", "kubelet"), 10.0), (("containerd",), 10.0))
 
 
 def _containerd_config(pause: str) -> str:
@@ -446,17 +445,7 @@ class RealNode:
         self._logs.append(log)
 
     def _stop(self, names: tuple[str, ...]) -> None:
-        grace = 10.0
-        procs = [self.procs.pop(n) for n in names if n in self.procs]
-        for proc in procs:
-            proc.terminate()
-        stop_by = time.monotonic() + grace
-        for proc in procs:
-            try:
-                proc.wait(max(0.0, stop_by - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop([self.procs.pop(n) for n in names if n in self.procs], grace=10.0)
 
     def _ctr(self, *args: str) -> str:
         argv = ["ctr", "--address", str(RUN / "containerd.sock"), "--namespace", NAMESPACE, *args]
@@ -539,14 +528,7 @@ class RealNode:
 
     def _http_ok(self, port: int) -> bool:
         check_alive(self.procs, self.log_dir)
-        conn = http.client.HTTPConnection(NODE, port, timeout=2)
-        try:
-            conn.request("GET", "/healthz")
-            return conn.getresponse().status == 200
-        except OSError:
-            return False
-        finally:
-            conn.close()
+        return answers_200(http.client.HTTPConnection(NODE, port, timeout=2), "/healthz")
 
 
 def _run(argv: list[str], what: str) -> str:
