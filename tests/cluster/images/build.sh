@@ -50,6 +50,9 @@ build() {
       --file "$context/Containerfile" "$context" >/dev/null
     rm -rf "$context"
     echo "built $image" >&2
+    # Older builds go after a day (not sooner: another worktree may be testing them).
+    podman images --filter "reference=$PREFIX$name" --filter until=24h --format '{{.Repository}}:{{.Tag}}' \
+      | grep -v -F -e ":$tag" | xargs -r podman rmi --ignore >/dev/null 2>&1 || true
   fi
   echo "$name $image"
 }
