@@ -4,9 +4,9 @@ Before, a Job's log request asked for ``limitBytes`` and read the whole answer: 
 sent 300 MB and the runner peaked at 938 MB. Here a loopback server ignores every limit and sends 400 MB
 (never announcing a length) for each kind of request: the unary get, list and apply, discovery, a watch's
 single line and a watch's total, the logs, a registry's tag page and its token. Each request runs in a
-child process, whose peak RSS (``ru_maxrss``) must stay far below what reading the answer would take,
-and whose error must be one clear line naming the ceiling (the logs: the first 64 KiB, as ``limitBytes``
-would have cut them).
+child process, whose peak RSS (``VmHWM``, tests/peak_rss.py) must stay far below what reading the
+answer would take, and whose error must be one clear line naming the ceiling (the logs: the first
+64 KiB, as ``limitBytes`` would have cut them).
 """
 
 from __future__ import annotations
@@ -18,14 +18,17 @@ from pathlib import Path
 
 import pytest
 from hostile_server import CORE_DISCOVERY, Behaviour, answer, hostile_server, kubeconfig
+from peak_rss import READ_PEAK
 
 FLOOD = 400 * 1024 * 1024
 PEAK_MB = 220
 """The child's peak RSS: its imports (~45 MB) and one answer at the largest ceiling (64 MiB), with room."""
 EVENT = json.dumps({"type": "MODIFIED", "object": {"metadata": {"name": "x"}, "data": {"k": "v" * 2**20}}})
 
-RUNNER = """
-import json, resource, sys, threading
+RUNNER = (
+    READ_PEAK.replace("{", "{{").replace("}", "}}")
+    + """
+import json, sys, threading
 from krmfn.runner.api import Resource
 from krmfn.runner.kube import connect
 api = connect(sys.argv[1], None, retry_budget=0)
@@ -35,9 +38,10 @@ try:
     outcome = "returned " + (str(len(found)) if isinstance(found, (str, list)) else type(found).__name__)
 except Exception as err:
     outcome = f"{{type(err).__name__}}: {{err}}"
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+peak = _peak_bytes() / 2**20
 print(json.dumps({{"outcome": outcome, "peak_mb": peak}}))
 """
+)
 CM = "/api/v1/namespaces/apps/configmaps"
 CALLS = {
     "get": ("GET", f"{CM}/x", "api.get(cms, 'x', 'apps')", "over its ceiling of 64 MiB"),
@@ -83,17 +87,20 @@ def test_a_runner_request_reads_a_flood_under_its_ceiling(tmp_path: Path, kind: 
     assert isinstance(found["peak_mb"], float) and found["peak_mb"] < PEAK_MB
 
 
-REGISTRY = """
-import json, resource, sys
+REGISTRY = (
+    READ_PEAK
+    + """
+import json, sys
 from krmfn.functions.set_image import registry as oci
 try:
     oci.list_tags(oci.repository_of(sys.argv[1] + "/acme/app"))
     outcome = "returned"
 except oci.RegistryError as err:
     outcome = str(err)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+peak = _peak_bytes() / 2**20
 print(json.dumps({"outcome": outcome, "peak_mb": peak}))
 """
+)
 
 
 @pytest.mark.parametrize("kind", ["tags", "token"])

@@ -5,7 +5,7 @@ Each expression was bounded on its own (256 KiB) and their sum was not: ``<< 'x'
 characters, no inputs) builds 261 KB, and a 32 KB manifest produced 261 MB in 40 s at 773 MB of RSS.
 Generated renders whose total would pass the budget (repetition, concatenation, filters, astral
 characters, whole values, keys, many resources, nested packages under ``krmfn render``) run in a child
-process whose peak RSS is read from ``wait4``: each must end with the budget's error (exit 1, one
+process that reports its own peak RSS (``VmHWM``): each must end with the budget's error (exit 1, one
 stderr line naming the limit), no partial output, and a peak under the 1 GiB ceiling of docs/limits.md.
 """
 
@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from peak_rss import KRMFN_CLI
 
 from krmfn.functions.render_inputs import FUNCTION
 from krmfn.limits import Limits
@@ -94,24 +95,32 @@ class Measured:
 
 
 def run_measured(args: list[str], data: bytes = b"", env: dict[str, str] | None = None) -> Measured:
-    """Run ``python -m krmfn.cli ARGS`` and read the child's own peak RSS from wait4 (not
-    RUSAGE_CHILDREN, which is the largest of every child this test process ever had)."""
+    """Run ``krmfn ARGS`` in a child that reports its own peak RSS (tests/peak_rss.py says why not
+    ``wait4``'s ``ru_maxrss``)."""
+    read_peak, write_peak = os.pipe()
     with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         stdin.write(data)
         stdin.seek(0)
-        proc = subprocess.Popen(
-            [PYTHON, "-m", "krmfn.cli", *args],
-            stdin=stdin,
-            stdout=out,
-            stderr=err,
-            cwd=ROOT,
-            env=cli_env(env),
-        )
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        os.set_inheritable(write_peak, True)
+        try:
+            proc = subprocess.Popen(
+                [PYTHON, "-c", f"import os; os.dup2({write_peak}, 3)\n{KRMFN_CLI}", *args],
+                stdin=stdin,
+                stdout=out,
+                stderr=err,
+                cwd=ROOT,
+                env=cli_env(env),
+                pass_fds=(write_peak,),
+            )
+        finally:
+            os.close(write_peak)
+        with os.fdopen(read_peak, "rb") as peak:
+            reported = peak.read()
+        proc.wait()
         out.seek(0)
         err.seek(0)
-        return Measured(proc.returncode, out.read(), err.read(), usage.ru_maxrss * 1024)
+        assert reported, f"the child reported no peak RSS: {err.read()[-500:]!r}"
+        return Measured(proc.returncode, out.read(), err.read(), int(reported))
 
 
 def check_budget_error(run: Measured, stream: bool) -> None:
