@@ -32,10 +32,15 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+if TYPE_CHECKING:
+    from bench import functions
+else:
+    import functions
 
 from cluster.cluster import Cluster, cache_dir, create_namespace  # noqa: E402
 
@@ -113,16 +118,20 @@ $k wait --for=condition=complete job/cache-warmup --timeout=60s >/dev/null
 
 
 def timed(command: list[str]) -> tuple[float, int]:
-    """Seconds and peak RSS (KiB) of ``command``, a child of its own (``wait4`` gives its usage alone)."""
+    """Seconds and peak RSS (KiB) of ``command``, a child of its own, its RSS measured by GNU time: a
+    child forked straight from this process would start its high-water mark at this process's size."""
+    measured = [functions.GNU_TIME, "-f", "%M", *command] if os.path.exists(functions.GNU_TIME) else command
     start = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(measured, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
+    assert proc.stderr is not None
+    err = proc.stderr.read().decode()
     if proc.returncode != 0:
-        assert proc.stderr is not None
-        raise SystemExit(f"{command[0]} failed ({proc.returncode}): {proc.stderr.read().decode()[-2000:]}")
-    return seconds, usage.ru_maxrss
+        raise SystemExit(f"{command[0]} failed ({proc.returncode}): {err[-2000:]}")
+    lines = err.strip().splitlines()
+    return seconds, int(lines[-1]) if measured is not command and lines else usage.ru_maxrss
 
 
 def alternate(
