@@ -16,7 +16,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -286,12 +286,16 @@ def location(obj: Obj, default_package: Path) -> tuple[Path, str, int]:
     return package, chosen, index
 
 
-def write(root: Package, items: list[Obj], mode: Mode) -> list[Path]:
+Warn = Callable[[str], None]
+
+
+def write(root: Package, items: list[Obj], mode: Mode, warn: Warn | None = None) -> list[Path]:
     """Write ``items`` back into the package tree; returns the files written or removed. Every target
     is checked before anything is written: inside the package root, through no symlink.
 
     In fidelity mode a file whose objects were read from it is its own text with only the changes
-    spliced in (see ``krmfn.yaml.edit``): untouched files and documents stay byte for byte."""
+    spliced in (see ``krmfn.yaml.edit``): untouched files and documents stay byte for byte. A
+    document the splice could not edit is written anew, and ``warn`` gets a line naming it."""
     files: dict[tuple[Path, str], list[tuple[int, str, Obj]]] = {}
     for obj in items:
         package, relative, index = location(obj, root.directory)
@@ -306,7 +310,7 @@ def write(root: Package, items: list[Obj], mode: Mode) -> list[Path]:
         for _, obj, _ in objects:
             strip(obj)
         if mode == "fidelity":
-            text = _file_text(objects, kpt_format=True)
+            text = _file_text(objects, kpt_format=True, warn=warn, file=relative)
         else:
             text = "---\n".join(dump_one(obj, indent, mode) for indent, obj, _ in objects)
         path = package / relative
@@ -354,7 +358,13 @@ def _origins(root: Package) -> dict[int, Origin]:
     return found
 
 
-def _file_text(objects: list[tuple[str, Obj, Origin | None]], *, kpt_format: bool = False) -> str:
+def _file_text(
+    objects: list[tuple[str, Obj, Origin | None]],
+    *,
+    kpt_format: bool = False,
+    warn: Warn | None = None,
+    file: str = "",
+) -> str:
     """A file's new text: each object's own document edited, new objects written in the file's style.
 
     ``kpt_format``: as ``kpt fn render`` writes the file. kpt re-emits every document of a package
@@ -383,6 +393,11 @@ def _file_text(objects: list[tuple[str, Obj, Origin | None]], *, kpt_format: boo
             else:
                 text = _as_kpt_writes(text, indent)
         texts.append(text)
+    for writer in writers.values():
+        for fallback in writer.fallen:
+            if warn is not None:
+                where = f"{file}: " if file else ""
+                warn(f"{where}{str(ref_of(fallback.value)).strip()}: {fallback.message}")
     return "---\n".join(texts) if kpt_format else yamledit.join(texts)
 
 
@@ -423,10 +438,10 @@ def _as_kpt_writes(text: str, indent: str) -> str:
         return text  # faithful text, already checked to hold the object, is right if not kpt's layout
 
 
-def stream_text(root: Package, objects: list[Obj]) -> str:
+def stream_text(root: Package, objects: list[Obj], warn: Warn | None = None) -> str:
     """Objects (bookkeeping stripped) as one stream, each in its own document's text where it has one."""
     origins = _origins(root)
-    return _file_text([("compact", obj, origins.get(id(obj))) for obj in objects])
+    return _file_text([("compact", obj, origins.get(id(obj))) for obj in objects], warn=warn)
 
 
 def _packages(root: Package) -> Iterator[Package]:

@@ -24,6 +24,7 @@ from krmfn.pipeline import COMBINED, PipelineEntry
 from krmfn.pipeline import run as run_pipeline
 from krmfn.resourcelist import API_VERSIONS, ResourceList
 from krmfn.results import Result
+from krmfn.terminal import safe_line
 from krmfn.yaml.io import Mode, dump_fast, plain
 
 USAGE = """usage: krmfn render DIR [--in-place] [--yaml fast|fidelity] [--results-dir DIR]
@@ -115,14 +116,18 @@ def main(argv: list[str], stdout: TextIO | None = None, stderr: TextIO | None = 
                 err.write(f"krmfn render: {_name(run.entry)}: {result.describe()}\n")
     if rendered.failed:
         return 1
+
+    def warn(message: str) -> None:  # a document written anew instead of edited
+        err.write(safe_line(f"krmfn render: warning: {message}") + "\n")
+
     if options.in_place:
         try:
-            pkg.write(package, rendered.items, options.mode)
+            pkg.write(package, rendered.items, options.mode, warn)
         except (KrmfnError, OSError) as problem:
             err.write(f"krmfn render: {problem}\n")
             return 1
     else:
-        out.write(stream(rendered.items, options.mode, package))
+        out.write(stream(rendered.items, options.mode, package, warn))
     return 0
 
 
@@ -271,11 +276,13 @@ def _name(entry: dict[str, Any]) -> str:
     return str(entry.get("exec") or entry.get("image") or "?")
 
 
-def stream(items: list[Obj], mode: Mode, package: pkg.Package | None = None) -> str:
+def stream(
+    items: list[Obj], mode: Mode, package: pkg.Package | None = None, warn: pkg.Warn | None = None
+) -> str:
     """The rendered objects a cluster would receive: no Kptfile, no local config, no bookkeeping."""
     kept = [pkg.strip(obj) for obj in items if not is_local_config(obj)]
     if mode == "fidelity" and package is not None:
-        return pkg.stream_text(package, kept)
+        return pkg.stream_text(package, kept, warn)
     return "---\n".join(pkg.dump_one(obj, "compact", "fast") for obj in kept)
 
 

@@ -182,7 +182,12 @@ def serialize(rl: ResourceList, mode: Mode) -> str:
         # get objects a function refused: errors leave stdout empty and go to stderr only.
         if rl.results.has_errors:
             return ""
-        return _write_stream(rl.source, rl.items) if rl.source else dump_all_fast(rl.items)
+        if rl.source is None:
+            return dump_all_fast(rl.items)
+        text, fallen = _write_stream(rl.source, rl.items)
+        for fallback in fallen:
+            rl.results.warning(fallback.message, obj=fallback.value)
+        return text
     root = rl.root or ResourceList.empty().root
     root["items"] = rl.items
     if rl.results:
@@ -190,22 +195,37 @@ def serialize(rl: ResourceList, mode: Mode) -> str:
     else:
         root.pop("results", None)
     if rl.source is not None:
-        writer = yamledit.Writer(rl.source)
-        docs = rl.source.documents
-        return "".join(writer.document(i, root if d.value is not None else None) for i, d in enumerate(docs))
+        text, fallen = _write_list(rl.source, root)
+        if not fallen:
+            return text
+        for fallback in fallen:  # a warning each, carried by the list written again with them
+            if fallback.item:
+                rl.results.warning(fallback.message, obj=fallback.value)
+            else:
+                rl.results.warning(f"the ResourceList was {fallback.message}")
+        root["results"] = [r.to_dict() for r in rl.results]
+        return _write_list(rl.source, root)[0]
     return dump_fast(root)
 
 
-def _write_stream(source: Source, items: list[Obj]) -> str:
+def _write_list(source: Source, root: dict[str, Any]) -> tuple[str, list[yamledit.Fallback]]:
+    writer = yamledit.Writer(source)
+    docs = source.documents
+    text = "".join(writer.document(i, root if d.value is not None else None) for i, d in enumerate(docs))
+    return text, writer.fallen
+
+
+def _write_stream(source: Source, items: list[Obj]) -> tuple[str, list[yamledit.Fallback]]:
     """Each object in its own document's text, edited; objects the function added (or a List's items,
-    which are written one document each as on the fast path) are written new."""
+    which are written one document each as on the fast path) are written new. Also the documents
+    written anew because their edit could not be placed."""
     writer = yamledit.Writer(source)
     origin = {id(d.value): i for i, d in enumerate(source.documents) if isinstance(d.value, dict)}
     wanted = [origin.get(id(item), -1) for item in items]
     present = [i for i, d in enumerate(source.documents) if d.value is not None]
     if wanted == present:  # the same documents in the same order: their text and comments kept
         # (empty documents are dropped, as on the fast path: kubectl reads no object from them)
-        return yamledit.join([writer.document(i, source.documents[i].value) for i in present])
+        return yamledit.join([writer.document(i, source.documents[i].value) for i in present]), writer.fallen
     texts: list[str] = []
     used: set[int] = set()
     for item, index in zip(items, wanted, strict=True):
@@ -214,4 +234,4 @@ def _write_stream(source: Source, items: list[Obj]) -> str:
             texts.append(writer.document(index, item))
         else:
             texts.append(yamledit.dump_new(item))
-    return yamledit.join(texts)
+    return yamledit.join(texts), writer.fallen
