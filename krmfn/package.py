@@ -314,7 +314,7 @@ def write(root: Package, items: list[Obj], mode: Mode, warn: Warn | None = None)
         else:
             text = "---\n".join(dump_one(obj, indent, mode) for indent, obj, _ in objects)
         path = package / relative
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        if not path.is_file() or path.read_bytes() != text.encode("utf-8"):  # "\r\n" counts
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             touched.append(path)
@@ -385,6 +385,8 @@ def _file_text(
         else:
             text = yamledit.dump_new(obj, wide=indent == "wide")
         if kpt_format:
+            # go-yaml writes "\n" line breaks whatever the file had (YAML reads "\r\n" as one break).
+            text = text.replace("\r\n", "\n")
             # A spliced document keeps its file's layout: where that is already kpt's (a package kpt or
             # krmfn rendered before), the slow round-trip emitter is skipped.
             if spliced and _laid_out_as_kpt_writes(text):
@@ -404,12 +406,14 @@ def _file_text(
 _BLOCK_SCALAR = re.compile(r"[|>][-+0-9]*\s*(#.*)?$")
 _WIDE_COMMENT = re.compile(r"[^\s][ \t]{2,}#|\t")
 _WIDE_DASH = re.compile(r"^\s*-[ \t]{2,}\S")
+_QUOTED = re.compile(r"""'(?:[^']|'')*'|"(?:[^"\\]|\\.)*\"""")
 
 
 def _laid_out_as_kpt_writes(text: str) -> bool:
     """Whether a document already has kpt's layout, so the slow round-trip emitter (~25 documents a
-    second) can skip it: one space before a line comment, ``- x``, no tab, and indentation that grows
-    by 2 at most outside block scalars. A document this passes but kpt would still change (a head
+    second) can skip it: one space before a line comment, ``- x``, no tab, indentation that grows by 2
+    at most outside block scalars, and no flow collection written over several lines (go-yaml writes
+    one on a single line). A document this passes but kpt would still change (a head
     comment's column, say) keeps its own layout; the corpus in tests/test_kpt_packages.py holds none."""
     previous, block = 0, -1
     for line in text.splitlines():
@@ -423,8 +427,15 @@ def _laid_out_as_kpt_writes(text: str) -> bool:
             block = -1
         if _WIDE_COMMENT.search(line) or _WIDE_DASH.match(line) or depth > previous + 2:
             return False
+        if "[" in line or "{" in line:
+            bare = _QUOTED.sub("", line)
+            if bare.count("[") + bare.count("{") != bare.count("]") + bare.count("}"):
+                return False  # a flow collection left open at the end of the line
         previous = depth + (2 if stripped.startswith("- ") else 0)
-        if _BLOCK_SCALAR.search(line.split(": ", 1)[-1] if ": " in line else stripped):
+        scalar = _BLOCK_SCALAR.search(line.split(": ", 1)[-1] if ": " in line else stripped)
+        if scalar:
+            if scalar.group().startswith(">"):
+                return False  # go-yaml writes a folded scalar as a quoted string
             block = depth
     return True
 

@@ -36,7 +36,9 @@ _YAML11 = re.compile(
     re.VERBOSE,
 )
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
-_FLOW_INDICATORS = frozenset(",[]{}")
+# In flow context go-yaml's and libyaml's emitters write no plain scalar holding one of these (kpt
+# then quotes what a function wrote plain), so neither do we.
+_FLOW_INDICATORS = frozenset(",[]{}:?")
 
 
 def needs_quotes(text: str) -> bool:
@@ -63,8 +65,8 @@ def plain_ok(text: str, flow: bool) -> bool:
         return False
     if ": " in text or " #" in text or "\t" in text:
         return False
-    if flow and (":?" in text or any(c in _FLOW_INDICATORS for c in text)):
-        return False  # go-yaml cannot read ``:?`` in a flow plain scalar; the rest end one
+    if flow and any(c in _FLOW_INDICATORS for c in text):
+        return False
     if not (text.isascii() and text.isprintable()) and not all(_printable(c) for c in text):
         return False
     return not needs_quotes(text)
