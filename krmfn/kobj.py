@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
+
+from krmfn.records import OrderedRecord
 
 Obj = dict[str, Any]
 
@@ -14,14 +15,16 @@ PRESERVED_PREFIXES = ("internal.config.kubernetes.io/", "config.k8s.io/id")
 PRESERVED_KEYS = frozenset({"config.kubernetes.io/path", "config.kubernetes.io/index"})
 
 
-@dataclass(frozen=True, order=True)
-class Ref:
-    """apiVersion/kind/namespace/name of an object, as the spec's ``resourceRef``."""
+class Ref(OrderedRecord):
+    """apiVersion/kind/namespace/name of an object, as the spec's ``resourceRef``; ordered by its fields."""
 
-    api_version: str
-    kind: str
-    name: str
-    namespace: str = ""
+    __slots__ = _fields = ("api_version", "kind", "name", "namespace")
+
+    def __init__(self, api_version: str, kind: str, name: str, namespace: str = "") -> None:
+        self.api_version = api_version
+        self.kind = kind
+        self.name = name
+        self.namespace = namespace
 
     def __str__(self) -> str:
         where = f"{self.namespace}/" if self.namespace else ""

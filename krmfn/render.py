@@ -137,14 +137,18 @@ class _Usage(Exception):
         self.show_help = show_help
 
 
+def parser() -> Parser:
+    found = Parser("krmfn render")
+    found.add_argument("directory", nargs="*")
+    found.add_argument("--in-place", action="store_true")
+    found.add_argument("--yaml", dest="mode", default="", metavar="MODE")
+    found.add_argument("--results-dir", type=Path, metavar="DIR")
+    return found
+
+
 def parse_args(args: list[str]) -> Options:
-    parser = Parser("krmfn render")
-    parser.add_argument("directory", nargs="*")
-    parser.add_argument("--in-place", action="store_true")
-    parser.add_argument("--yaml", dest="mode", default="", metavar="MODE")
-    parser.add_argument("--results-dir", type=Path, metavar="DIR")
     try:
-        parsed = parser.parse(args)
+        parsed = parser().parse(args)
     except UsageError as err:
         raise _Usage(str(err)) from None
     if parsed.help:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from krmfn.errors import ResourceListError
 from krmfn.kobj import Obj, is_kustomization, is_list_kind, ref_of
 from krmfn.limits import Limits
+from krmfn.records import Record
 from krmfn.results import Results
 from krmfn.yaml import edit as yamledit
 from krmfn.yaml.edit import Source
@@ -20,16 +20,28 @@ MODE_ENV = "KRMFN_YAML"
 _KPT_MARKERS = ("internal.config.kubernetes.io/seqindent",)
 
 
-@dataclass
-class ResourceList:
-    items: list[Obj]
-    function_config: Any = None
-    results: Results = field(default_factory=Results)
-    root: dict[str, Any] = field(default_factory=dict)
-    stream: bool = False
-    """Read from a plain stream of objects (``kustomize build | fn``): written back as one."""
-    source: Source | None = None
-    """The text it was read from, so the faithful writer can edit it instead of re-emitting it."""
+class ResourceList(Record):
+    """The objects a function works on, its config and its results."""
+
+    _fields = ("items", "function_config", "results", "root", "stream", "source")
+
+    def __init__(  # noqa: PLR0917  # keyword use is the norm; the order is the fields'
+        self,
+        items: list[Obj],
+        function_config: Any = None,
+        results: Results | None = None,
+        root: dict[str, Any] | None = None,
+        stream: bool = False,
+        source: Source | None = None,
+    ) -> None:
+        self.items = items
+        self.function_config = function_config
+        self.results = Results() if results is None else results
+        self.root: dict[str, Any] = {} if root is None else root
+        self.stream = stream
+        """Read from a plain stream of objects (``kustomize build | fn``): written back as one."""
+        self.source = source
+        """The text it was read from, so the faithful writer can edit it instead of re-emitting it."""
 
     @classmethod
     def empty(cls) -> ResourceList:

@@ -12,10 +12,10 @@ dumper, so the writer can lose style but never meaning.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
 from typing import Any
 
 from krmfn.limits import Limits
+from krmfn.records import FrozenRecord
 from krmfn.yaml import fast as yamlfast
 from krmfn.yaml.edit import splice, tree
 from krmfn.yaml.edit.scalars import Unwritable, needs_quotes
@@ -42,18 +42,20 @@ def load(text: str, limits: Limits) -> Source:
     return source
 
 
-@dataclass(frozen=True)
-class Fallback:
+class Fallback(FrozenRecord):
     """A document, or one item of a ResourceList's ``items``, written whole by the fast dumper: its
     comments and styles are lost (never its meaning). Callers report each one as a warning."""
 
-    document: int
-    """The document's number in the stream."""
-    value: Any
-    """What was written: the item's value, or the document's."""
-    reason: str
-    item: bool = False
-    """Only this item of the document's ``items`` was written anew; the rest kept its text."""
+    __slots__ = _fields = ("document", "value", "reason", "item")
+
+    def __init__(self, document: int, value: Any, reason: str, item: bool = False) -> None:
+        self.document = document
+        """The document's number in the stream."""
+        self.value = value
+        """What was written: the item's value, or the document's."""
+        self.reason = reason
+        self.item = item
+        """Only this item of the document's ``items`` was written anew; the rest kept its text."""
 
     @property
     def message(self) -> str:

@@ -13,14 +13,47 @@ import math
 import re
 from typing import Any
 
+from krmfn.patterns import deferred
 from krmfn.yaml import fast as yamlfast
 
-# YAML 1.1's implicit types (yaml.org/type), including what PyYAML leaves out (y, n) and go-yaml v2 reads.
-_YAML11 = re.compile(
+# YAML 1.1's implicit types (yaml.org/type), including what PyYAML leaves out (y, n) and go-yaml v2 reads:
+# these words, and the numbers and dates below (which all start with a sign, a dot or a digit).
+_YAML11_WORDS = frozenset(
+    [
+        "y",
+        "Y",
+        "yes",
+        "Yes",
+        "YES",
+        "n",
+        "N",
+        "no",
+        "No",
+        "NO",
+        "true",
+        "True",
+        "TRUE",
+        "false",
+        "False",
+        "FALSE",
+        "on",
+        "On",
+        "ON",
+        "off",
+        "Off",
+        "OFF",
+        "~",
+        "null",
+        "Null",
+        "NULL",
+        "<<",
+        "=",
+    ]
+)
+_YAML11_FIRST = frozenset("-+.0123456789")
+_YAML11_NUMBER = deferred(
     r"""^(?:
-      y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF
-    | ~|null|Null|NULL
-    | [-+]?0b[0-1_]+
+      [-+]?0b[0-1_]+
     | [-+]?0[0-7_]+
     | [-+]?(?:0|[1-9][0-9_]*)
     | [-+]?0x[0-9a-fA-F_]+
@@ -31,7 +64,6 @@ _YAML11 = re.compile(
     | [0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?
       (?:(?:[Tt]|[\ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?
          (?:[\ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)?
-    | <<|=
     )$""",
     re.VERBOSE,
 )
@@ -43,7 +75,11 @@ _FLOW_INDICATORS = frozenset(",[]{}:?")
 
 def needs_quotes(text: str) -> bool:
     """True when ``text`` written plain would not read back as this string in YAML 1.1 or 1.2."""
-    return not text or bool(_YAML11.match(text)) or not isinstance(yamlfast.resolve_plain(text), str)
+    if not text or (text[:-1] if text.endswith("\n") else text) in _YAML11_WORDS:  # "$" allows one "\n"
+        return True
+    if text[0] in _YAML11_FIRST and _YAML11_NUMBER.match(text):
+        return True
+    return not isinstance(yamlfast.resolve_plain(text), str)
 
 
 def _printable(char: str) -> bool:
