@@ -58,6 +58,12 @@ def cpu_timed(args: list[str], stdin: bytes) -> tuple[float, float, int, int]:
     return float(wall), float(user) + float(system), int(rss), proc.returncode
 
 
+def ratio(value: float, base: float) -> str:
+    """``value / base`` for a table cell; GNU time counts in 10 ms steps, so a quick profile's Go run
+    can measure 0.00 s, which is below what the table can compare, not a division to make."""
+    return f"{value / base:.2f}" if base > 0 else "n/a (< 10 ms)"
+
+
 def anchor(sizes: list[int], repeats: int) -> None:
     go = go_set_image()
     config = functions.function_config("set-image")
@@ -87,10 +93,10 @@ def anchor(sizes: list[int], repeats: int) -> None:
                     label,
                     str(repeats),
                     f"{seconds:.3f}",
-                    f"{size / seconds:,.0f}",
-                    f"{seconds / go_seconds:.2f}",
+                    f"{size / seconds:,.0f}" if seconds > 0 else "n/a (< 10 ms)",
+                    ratio(seconds, go_seconds),
                     f"{cpu:.3f}",
-                    f"{cpu / go_cpu:.2f}",
+                    ratio(cpu, go_cpu),
                     f"{rss / 1024:.0f}",
                 ]
             )

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -144,6 +146,32 @@ def memory(sizes: dict[str, int]) -> None:
     )
 
 
+# set-image's header patterns before issue 29 (finding 10), kept here only to show what they cost.
+_OLD_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
+_OLD_CHALLENGE_PARAM = re.compile(r'(\w+)="([^"]*)"')
+
+
+def registry_headers(sizes: list[int]) -> None:
+    """The registry's ``Link`` and ``WWW-Authenticate`` values an attacker would send, through the old
+    patterns and through krmfn/net/headers.py (which set-image now uses, after an 8 KiB cap)."""
+    from krmfn.net.headers import challenges, next_link
+
+    def ms(call: Callable[[str], object], value: str) -> float:
+        start = time.perf_counter()
+        call(value)
+        return (time.perf_counter() - start) * 1e3
+
+    rows = []
+    for size in sizes:
+        link, challenge = "<" * size, "Bearer " + "a" * size
+        old, new = ms(_OLD_NEXT.search, link), ms(next_link, link)
+        rows.append([f"`Link`: `<` x {size:,}", f"{old:.1f}", f"{new:.2f}"])
+        old, new = ms(_OLD_CHALLENGE_PARAM.findall, challenge), ms(challenges, challenge)
+        rows.append([f"`WWW-Authenticate`: `a` x {size:,}", f"{old:.1f}", f"{new:.2f}"])
+    header = ["value", "old regex", "krmfn.net.headers"]
+    table("set-image's registry headers, hostile values (ms)", header, rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -152,6 +180,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
     scanning([100_000] if args.quick else [240_000, 1_000_000, 4_000_000])
+    registry_headers([2_000] if args.quick else [8_192, 20_000])
     if args.quick:
         memory({"fast": 256 * 1024, "fidelity": 64 * 1024})
     else:

@@ -5,9 +5,13 @@ Subcommands import their modules lazily so ``krmfn fn`` starts as fast as a cons
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
+
+from krmfn.clihelp import INTERNAL_EXIT_CODE
+from krmfn.errors import DEBUG_ENV, EXIT_INTERNAL, internal_error
 
 USAGE = """usage: krmfn <command> [args]
 
@@ -27,6 +31,7 @@ EXIT_CODES = (
     ("0", "the command succeeded"),
     ("1", "it failed (a function error, a failed apply); the command's --help says more"),
     ("2", "a usage error: unknown command or flag"),
+    INTERNAL_EXIT_CODE,
 )
 EXAMPLES = (
     ("render a kpt package in-process and print the stream", "krmfn render examples/staged-deploy"),
@@ -86,7 +91,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ModuleNotFoundError as err:
         sys.stderr.write(f"krmfn: {command} is not available in this installation ({err.name} missing)\n")
         return 2
-    code: int = entry.main([command, *rest])
+    try:
+        code: int = entry.main([command, *rest])
+    except Exception as err:  # a bug: one line, and an exit code that no answer of the command shares
+        if os.environ.get(DEBUG_ENV):
+            raise
+        from krmfn.terminal import safe_line
+
+        sys.stderr.write(safe_line(f"krmfn {command}: {internal_error(err)}") + "\n")
+        return EXIT_INTERNAL
     return code
 
 

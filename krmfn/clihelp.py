@@ -8,9 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from krmfn.errors import DEBUG_ENV, EXIT_INTERNAL
+
 DOCS = "{page} in the krmfn repository"
 """Where a command's documentation page is. The project has no published documentation site yet, so the
 page is named by its path in the repository; when one exists, this is the one line to change."""
+
+INTERNAL_EXIT_CODE = (
+    str(EXIT_INTERNAL),
+    f"an internal error, a bug in krmfn: one line on stderr ({DEBUG_ENV}=1 shows the traceback)",
+)
+"""The last exit code of every command but the functions: no answer of theirs shares it."""
 
 FUNCTION_EXIT_CODES = (
     ("0", "the output is complete (results may hold warnings)"),

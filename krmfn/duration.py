@@ -7,6 +7,8 @@ Go tools and in the runner. Durations are whole nanoseconds, as in Go.
 
 from __future__ import annotations
 
+from krmfn.numbers import whole as whole_number
+
 NANOSECOND = 1
 MICROSECOND = 1000 * NANOSECOND
 MILLISECOND = 1000 * MICROSECOND
@@ -43,8 +45,8 @@ def parse_duration(text: str) -> int:
         if rest[0] != "." and rest[0] not in _DIGITS:
             raise invalid
         whole, rest = _leading_digits(rest)
-        value = int(whole) if whole else 0
-        if value > _MAX:
+        value = whole_number(whole, _MAX) if whole else 0
+        if value is None:  # over Go's int64 (also thousands of digits, which int() refuses)
             raise invalid
         fraction, scale = 0, 1.0
         has_fraction = False

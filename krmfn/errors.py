@@ -20,13 +20,25 @@
         ├── InventoryError          the ApplySet parent belongs to another tool
         ├── StepFailed              an object of a step failed (Job Failed, rollout stalled, ...)
         ├── StepTimeout             a step was not healthy within its timeout
-        └── Interrupted             SIGINT/SIGTERM; exit code 128 + signum
+        ├── Interrupted             SIGINT/SIGTERM; exit code 128 + signum
+        └── InternalError           an exception krmfn did not expect (a bug): exit code ``EXIT_INTERNAL``
 
 Functions never let these escape as tracebacks: the runtime turns each into an error result, a line on
 stderr and exit code 1. The runner turns its errors into an ``error`` event and a non-zero exit.
+
+Any other exception is a bug. The commands (``krmfn render|plan|apply|diff|status|export``) report it as
+one line (``internal_error``) and exit ``EXIT_INTERNAL``, a code no answer of theirs uses: a traceback
+exits 1, which ``krmfn diff`` documents as "changes found" and ``krmfn status`` as "not healthy".
 """
 
 from __future__ import annotations
+
+DEBUG_ENV = "KRMFN_DEBUG"
+"""Set (to anything) to get the traceback of an internal error instead of its one line."""
+EXIT_INTERNAL = 70
+"""Exit code of an internal error (sysexits.h's EX_SOFTWARE), for every command but the functions, whose
+contract with kpt and kustomize is 0 or 1 (they report a bug as an error result, exit 1)."""
+_SHOWN = 300
 
 
 class KrmfnError(Exception):
@@ -68,3 +80,17 @@ class PipelineError(KrmfnError):
 
 class RunnerError(KrmfnError):
     """Base of the runner's errors."""
+
+
+def internal_error(err: BaseException, during: str = "") -> str:
+    """The one line that reports a bug: the exception's type and the first line of its text, cut (it may
+    quote a value thousands of characters long)."""
+    lines = str(err).splitlines()
+    text = lines[0] if lines else ""
+    text = text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+    where = f" during {during}" if during else ""
+    return (
+        f"internal error{where}: {type(err).__name__}"
+        + (f": {text}" if text else "")
+        + f" (a bug in krmfn: please report it; set {DEBUG_ENV}=1 for a traceback)"
+    )

@@ -20,7 +20,7 @@ from typing import Any, Generic, NoReturn, TextIO, TypeVar
 from krmfn import config as cfg
 from krmfn.cliargs import Parser, UsageError
 from krmfn.clihelp import FUNCTION_EXIT_CODES, epilog
-from krmfn.errors import ConfigError, InputError, KrmfnError
+from krmfn.errors import DEBUG_ENV, ConfigError, InputError, KrmfnError
 from krmfn.limits import Limits
 from krmfn.records import FrozenRecord
 from krmfn.resourcelist import ResourceList, choose_mode, parse, serialize, under_kpt
@@ -30,7 +30,6 @@ from krmfn.terminal import safe_line
 from krmfn.yaml.io import load_documents
 
 C = TypeVar("C")
-DEBUG_ENV = "KRMFN_DEBUG"
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from krmfn.numbers import whole
 from krmfn.records import OrderedRecord
 
 Obj = dict[str, Any]
@@ -13,6 +14,8 @@ LOCAL_CONFIG = "config.kubernetes.io/local-config"
 # Bookkeeping annotations of kpt and kustomize: never written by krmfn, never part of a hash.
 PRESERVED_PREFIXES = ("internal.config.kubernetes.io/", "config.k8s.io/id")
 PRESERVED_KEYS = frozenset({"config.kubernetes.io/path", "config.kubernetes.io/index"})
+MAX_INDEX = 2**31 - 1
+"""The highest ``config.kubernetes.io/index`` read (a document's position in its file); another is none."""
 
 
 class Ref(OrderedRecord):
@@ -173,8 +176,9 @@ def file_of(obj: Obj) -> dict[str, Any] | None:
         return None
     found: dict[str, Any] = {"path": str(path)}
     index = notes.get("internal.config.kubernetes.io/index") or notes.get("config.kubernetes.io/index")
-    if index is not None and str(index).isdigit():
-        found["index"] = int(str(index))
+    position = whole(str(index), MAX_INDEX) if index is not None else None
+    if position is not None:
+        found["index"] = position
     return found
 
 

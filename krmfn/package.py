@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from krmfn.errors import KrmfnError, PipelineError
-from krmfn.kobj import Obj, annotations_of, is_kustomization, metadata, ref_of
+from krmfn.kobj import MAX_INDEX, Obj, annotations_of, is_kustomization, metadata, ref_of
 from krmfn.limits import Limits
+from krmfn.numbers import whole
 from krmfn.resourcelist import item_problem
 from krmfn.yaml import edit as yamledit
 from krmfn.yaml.io import Mode, check_size, dump_fast, load_all_fast
@@ -276,7 +277,7 @@ def location(obj: Obj, default_package: Path) -> tuple[Path, str, int]:
     # kpt accepts a change to either annotation; when both are present and differ, the legacy one won.
     chosen = str(path if path is not None else internal or "")
     index_text = str(notes.get(INDEX, notes.get(I_INDEX, "0")))
-    index = int(index_text) if index_text.isdigit() else 0
+    index = whole(index_text, MAX_INDEX) or 0
     if not chosen:
         meta = obj.get("metadata") or {}
         chosen = f"{str(obj.get('kind', '')).lower()}_{meta.get('name', '')}.yaml"
@@ -406,7 +407,6 @@ def _file_text(
 _BLOCK_SCALAR = re.compile(r"[|>][-+0-9]*\s*(#.*)?$")
 _WIDE_COMMENT = re.compile(r"[^\s][ \t]{2,}#|\t")
 _WIDE_DASH = re.compile(r"^\s*-[ \t]{2,}\S")
-_QUOTED = re.compile(r"""'(?:[^']|'')*'|"(?:[^"\\]|\\.)*\"""")
 
 
 def _laid_out_as_kpt_writes(text: str) -> bool:
@@ -427,10 +427,8 @@ def _laid_out_as_kpt_writes(text: str) -> bool:
             block = -1
         if _WIDE_COMMENT.search(line) or _WIDE_DASH.match(line) or depth > previous + 2:
             return False
-        if "[" in line or "{" in line:
-            bare = _QUOTED.sub("", line)
-            if bare.count("[") + bare.count("{") != bare.count("]") + bare.count("}"):
-                return False  # a flow collection left open at the end of the line
+        if ("[" in line or "{" in line) and _flow_left_open(line):
+            return False  # go-yaml writes a flow collection on one line
         previous = depth + (2 if stripped.startswith("- ") else 0)
         scalar = _BLOCK_SCALAR.search(line.split(": ", 1)[-1] if ": " in line else stripped)
         if scalar:
@@ -438,6 +436,35 @@ def _laid_out_as_kpt_writes(text: str) -> bool:
                 return False  # go-yaml writes a folded scalar as a quoted string
             block = depth
     return True
+
+
+def _flow_left_open(line: str) -> bool:
+    """Whether ``line`` opens more flow brackets than it closes, outside quoted scalars and comments
+    (one pass: the line is a manifest's, so no pattern that could rescan it)."""
+    depth, quote, at = 0, "", 0
+    while at < len(line):
+        char = line[at]
+        if quote == "'":
+            if char == "'":
+                if line[at + 1 : at + 2] == "'":
+                    at += 1  # '' is a quote inside single quotes
+                else:
+                    quote = ""
+        elif quote == '"':
+            if char == "\\":
+                at += 1
+            elif char == '"':
+                quote = ""
+        elif char in "'\"" and (at == 0 or line[at - 1] in " \t[{,:"):  # a quoted scalar starts
+            quote = char
+        elif char == "#" and (at == 0 or line[at - 1] in " \t"):
+            break
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+        at += 1
+    return depth > 0
 
 
 def _as_kpt_writes(text: str, indent: str) -> str:

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from krmfn.errors import KrmfnError, PipelineError
-from krmfn.function import DEBUG_ENV, Function
+from krmfn.errors import DEBUG_ENV, KrmfnError, PipelineError
+from krmfn.function import Function
 from krmfn.resourcelist import ResourceList
 from krmfn.results import Result, Results
 

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from krmfn import package as pkg
 from krmfn.cliargs import Parser, UsageError
-from krmfn.clihelp import epilog
+from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import KrmfnError, PipelineError
 from krmfn.kobj import Obj, annotations_of, is_local_config
 from krmfn.pipeline import COMBINED, PipelineEntry
@@ -49,6 +49,7 @@ HELP = (
             ("0", "rendered (printed, or written back with --in-place)"),
             ("1", "a function reported an error, or the package cannot be read: nothing printed or written"),
             ("2", "a usage error (unknown flag, no DIR)"),
+            INTERNAL_EXIT_CODE,
         ),
         (
             ("print the rendered stream of a kpt package", "krmfn render examples/staged-deploy"),

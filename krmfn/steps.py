@@ -25,6 +25,8 @@ from typing import Any
 from krmfn.duration import SECOND, parse_duration
 from krmfn.errors import InputError, KrmfnError
 from krmfn.kobj import Obj, annotations_of, ref_of
+from krmfn.numbers import whole
+from krmfn.terminal import cut
 
 STEP = "krmfn.dev/step"
 STEP_INDEX = "krmfn.dev/step-index"
@@ -32,6 +34,10 @@ STEP_TIMEOUT = "krmfn.dev/step-timeout"
 WAIT = "krmfn.dev/wait"
 ON_FAILURE = "krmfn.dev/on-failure"
 STEP_ANNOTATIONS = (STEP, STEP_INDEX, STEP_TIMEOUT, WAIT, ON_FAILURE)
+MAX_STEP_INDEX = 2**31 - 1
+"""The highest ``krmfn.dev/step-index`` (Argo CD reads the sync wave written from it as a Go int)."""
+SHOWN = 80
+"""Characters of an annotation's value quoted in an error (anyone may write 5,000 digits there)."""
 UNSTEPPED = "default"
 UNSTEPPED_ON_FAILURE = "on-failure"
 
@@ -127,15 +133,18 @@ def is_on_failure(
 
 
 def index_of(obj: Obj) -> int | None:
-    """The object's ``krmfn.dev/step-index``; None when it has none or it is not a whole number."""
-    text = str(annotations_of(obj).get(STEP_INDEX, ""))
-    return int(text) if text.isascii() and text.isdigit() else None
+    """The object's ``krmfn.dev/step-index``; None when it has none or it is not a whole number from 0 to
+    ``MAX_STEP_INDEX`` (the plan refuses such an object; prune orders a member with one as unindexed)."""
+    return whole(str(annotations_of(obj).get(STEP_INDEX, "")), MAX_STEP_INDEX)
 
 
 def _index(obj: Obj, who: Callable[[Obj], str], error: type[KrmfnError]) -> int | None:
     index, raw = index_of(obj), annotations_of(obj).get(STEP_INDEX)
     if index is None and raw is not None:
-        raise error(f"{who(obj)}: annotation {STEP_INDEX} must be a whole number, got {str(raw)!r}")
+        raise error(
+            f"{who(obj)}: annotation {STEP_INDEX} must be a whole number from 0 to {MAX_STEP_INDEX}, got "
+            f"{cut(str(raw), SHOWN)!r}"
+        )
     return index
 
 
@@ -162,9 +171,9 @@ def _timeout(items: list[Obj], who: Callable[[Obj], str], error: type[KrmfnError
         try:
             nanos = parse_duration(text)
         except ValueError as err:
-            raise error(f"{who(obj)}: annotation {STEP_TIMEOUT}: {err}") from None
+            raise error(f"{who(obj)}: annotation {STEP_TIMEOUT}: {cut(str(err), 2 * SHOWN)}") from None
         if nanos <= 0:
-            raise error(f"{who(obj)}: annotation {STEP_TIMEOUT} must be positive, got {text!r}")
+            raise error(f"{who(obj)}: annotation {STEP_TIMEOUT} must be positive, got {cut(text, SHOWN)!r}")
         if longest is None or nanos > longest[0]:
             longest = (nanos, text)
     return None if longest is None else longest[1]

@@ -19,15 +19,39 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
-
-import httpx
+from urllib.error import HTTPError, URLError
+from urllib.parse import parse_qs, urlencode, urlparse
+from urllib.request import ProxyHandler, Request, build_opener
 
 BINARY = Path("/usr/bin/docker-registry")
 INSTALL = "apt-get update && apt-get install -y docker-registry"
 SERVICE = "krmfn-test-registry"
 ISSUER = "krmfn-test-issuer"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+
+
+_OPENER = build_opener(ProxyHandler({}))  # the standard library's client, never through a proxy
+
+
+@dataclass
+class Reply:
+    status_code: int
+    headers: dict[str, str]
+    content: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+def http(method: str, url: str, content: bytes | None = None, headers: dict[str, str] | None = None,
+         timeout: float = 10) -> Reply:  # fmt: skip
+    """One request with urllib (not krmfn's client, which the tests check): its status, headers, body."""
+    request = Request(url, data=content, headers=headers or {}, method=method)
+    try:
+        with _OPENER.open(request, timeout=timeout) as answer:
+            return Reply(answer.status, {k.lower(): v for k, v in answer.headers.items()}, answer.read())
+    except HTTPError as err:
+        return Reply(err.code, {k.lower(): v for k, v in err.headers.items()}, err.read())
 
 
 def free_port() -> int:
@@ -140,9 +164,9 @@ def registry(workdir: Path, auth: dict[str, Any] | None = None) -> Iterator[str]
         while True:
             assert proc.poll() is None, f"docker-registry exited: {(workdir / 'registry.log').read_text()}"
             try:
-                if httpx.get(f"http://{host}/v2/", timeout=1).status_code in (200, 401):
+                if http("GET", f"http://{host}/v2/", timeout=1).status_code in (200, 401):
                     break
-            except httpx.HTTPError:
+            except (URLError, OSError):
                 pass
             assert time.monotonic() < deadline, "docker-registry did not start within 20s"
             time.sleep(0.05)
@@ -158,24 +182,25 @@ class Pusher:
 
     def __init__(self, host: str) -> None:
         self.base = f"http://{host}"
-        self.client = httpx.Client(timeout=10)
         self.tokens: dict[str, str] = {}
 
-    def _send(self, method: str, url: str, repo: str, **kw: Any) -> httpx.Response:
+    def _send(
+        self, method: str, url: str, repo: str, content: bytes = b"", headers: dict[str, str] | None = None
+    ) -> Reply:
         scope = f"repository:{repo}:pull,push"
-        headers = dict(kw.pop("headers", {}))
+        headers = dict(headers or {})
         if scope in self.tokens:
             headers["Authorization"] = f"Bearer {self.tokens[scope]}"
-        response = self.client.request(method, url, headers=headers, **kw)
+        response = http(method, url, content, headers)
         challenge = response.headers.get("www-authenticate", "")
         if response.status_code == 401 and challenge.startswith("Bearer"):
             realm = challenge.split('realm="')[1].split('"')[0]
             service = challenge.split('service="')[1].split('"')[0]
-            got = self.client.get(realm, params={"service": service, "scope": scope})
+            got = http("GET", f"{realm}?{urlencode({'service': service, 'scope': scope})}")
             self.tokens[scope] = got.json()["token"]
             headers["Authorization"] = f"Bearer {self.tokens[scope]}"
-            response = self.client.request(method, url, headers=headers, **kw)
-        assert response.status_code < 300, f"{method} {url}: {response.status_code} {response.text}"
+            response = http(method, url, content, headers)
+        assert response.status_code < 300, f"{method} {url}: {response.status_code} {response.content!r}"
         return response
 
     def blob(self, repo: str, data: bytes) -> str:
@@ -183,7 +208,7 @@ class Pusher:
         start = self._send("POST", f"{self.base}/v2/{repo}/blobs/uploads/", repo)
         location = start.headers["location"]
         url = location if location.startswith("http") else self.base + location
-        # appended by hand: httpx's params= would drop the upload's own _state query parameter
+        # appended by hand, after the upload's own _state query parameter
         url += ("&" if "?" in url else "?") + f"digest={digest}"
         self._send(
             "PUT",

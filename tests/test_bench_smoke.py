@@ -114,6 +114,16 @@ def test_hostile_input_benchmarks_run_and_print_tables() -> None:
     stdout = quick("hostile.py")
     assert "### render-inputs: scanning text with many `<<`" in stdout
     assert "| `'<< '` x 33,333 | 0.10 |" in stdout
+    assert "### set-image's registry headers, hostile values (ms)" in stdout
+    assert "| `Link`: `<` x 2,000 |" in stdout
+
+
+def test_http_stacks_benchmark_compares_the_four_stacks() -> None:
+    stdout = quick("http_stacks.py")
+    assert "### HTTP stacks on loopback" in stdout
+    rows = {row.split(" | ")[0].lstrip("| "): row for row in stdout.splitlines() if row.startswith("| `")}
+    assert sorted(rows) == ["`http.client`", "`httpx2`", "`httpx`", "`krmfn.net`"]
+    assert "(TimedOut)" in rows["`krmfn.net`"]  # the only one that bounds a whole request
 
 
 def test_cel_library_benchmark_runs_and_prints_its_table() -> None:

@@ -31,7 +31,8 @@ def test_namespaces_are_identity_as_written() -> None:
         ),
         pytest.param(
             [cm("a", "apps", **{"krmfn.dev/step-index": "x"}), cm("a", "apps")],
-            "ConfigMap apps/a: annotation krmfn.dev/step-index must be a whole number, got 'x'",
+            "ConfigMap apps/a: annotation krmfn.dev/step-index must be a whole number from 0 to 2147483647, "
+            "got 'x'",
             id="bad-index-before-a-later-duplicate",
         ),
         pytest.param(
@@ -41,7 +42,8 @@ def test_namespaces_are_identity_as_written() -> None:
         ),
         pytest.param(
             [cm("a", **{"krmfn.dev/step-index": "+1"})],
-            "ConfigMap a: annotation krmfn.dev/step-index must be a whole number, got '+1'",
+            "ConfigMap a: annotation krmfn.dev/step-index must be a whole number from 0 to 2147483647, "
+            "got '+1'",
             id="index-with-a-sign",
         ),
     ],

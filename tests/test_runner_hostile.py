@@ -27,7 +27,6 @@ from hypothesis import strategies as st
 
 from krmfn.runner import diff_cmd
 from krmfn.runner.diff import (
-    LAST_APPLIED,
     MASK,
     NAME_MAX,
     Change,
@@ -64,6 +63,7 @@ HOSTILE = [
     "x" * 100_000,
 ]
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 UNSAFE = {"Cc", "Cf", "Cs", "Zl", "Zp"}
 
 
@@ -201,7 +201,7 @@ def test_no_secret_value_reaches_the_diff(
     for value in {*before.values(), *after.values()}:
         for form in (value, base64.b64encode(value.encode()).decode(), json.dumps(value)[1:-1]):
             assert form not in shown, form
-    assert b is not None and b["metadata"]["annotations"]["keep"] == "plain"
+    assert b is not None and b["metadata"]["annotations"]["keep"] == MASK  # masked whole, not searched
 
 
 def test_an_annotation_with_a_value_is_masked_like_the_value() -> None:
@@ -210,7 +210,7 @@ def test_an_annotation_with_a_value_is_masked_like_the_value() -> None:
     b, a = masked(old, new)
     assert b is not None and a is not None
     assert b["metadata"]["annotations"] == {LAST_APPLIED: f"{MASK} (before)", "example.com/note":
-                                            f"{MASK} (before)", "keep": "plain"}  # fmt: skip
+                                            f"{MASK} (before)", "keep": MASK}  # fmt: skip
     assert a["metadata"]["annotations"][LAST_APPLIED] == f"{MASK} (after)"
     same, _ = masked(old, old)
     assert same is not None and same["metadata"]["annotations"][LAST_APPLIED] == MASK
@@ -371,4 +371,4 @@ def test_annotations_of_any_type_on_a_rendered_secret_are_masked_without_error()
            "metadata": {"name": "s", "annotations": notes}}  # fmt: skip
     before, after = masked(None, odd)
     assert before is None and after is not None
-    assert after["metadata"]["annotations"] == {**notes, "a": MASK}
+    assert after["metadata"]["annotations"] == dict.fromkeys(notes, MASK)

@@ -1,4 +1,4 @@
-"""HttpApi against a mock transport (httpx2.MockTransport) with an injected clock: retries, Retry-After,
+"""HttpApi against a stand-in transport (tests/fake_http.py) with an injected clock: retries, Retry-After,
 the retry budget, status mapping, paths and bodies. No network, no waiting."""
 
 from __future__ import annotations
@@ -8,24 +8,16 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx2
 import pytest
-from lightkube.config.kubeconfig import KubeConfig
+from fake_http import MockTransport, json_answer, kubeconfig, params_of, path_of
 
+from krmfn.net.errors import Unreachable
+from krmfn.net.wire import Request, Response
 from krmfn.runner.api import ApiStatusError, Resource
 from krmfn.runner.errors import ClusterUnreachable
 from krmfn.runner.kube import HttpApi
 
-CONFIG = KubeConfig.from_dict(
-    {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "ctx",
-        "clusters": [{"name": "c", "cluster": {"server": "https://api.test:6443"}}],
-        "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u", "namespace": "apps"}}],
-        "users": [{"name": "u", "user": {"token": "t0k3n"}}],
-    }
-).get()
+CONFIG = kubeconfig("apps")
 CONFIGMAPS = Resource(group="", version="v1", kind="ConfigMap", plural="configmaps", namespaced=True)
 
 
@@ -44,15 +36,15 @@ class Clock:
         self.now += seconds
 
 
-Answer = httpx2.Response | Exception
+Answer = Response | Exception
 
 
 def api(
-    answers: Iterator[Answer] | Callable[[httpx2.Request], Answer], budget: float = 30.0
-) -> tuple[HttpApi, Clock, list[httpx2.Request]]:
+    answers: Iterator[Answer] | Callable[[Request], Answer], budget: float = 30.0
+) -> tuple[HttpApi, Clock, list[Request]]:
     clock, seen = Clock(), []
 
-    def handle(request: httpx2.Request) -> httpx2.Response:
+    def handle(request: Request) -> Response:
         seen.append(request)
         answer = answers(request) if callable(answers) else next(answers)
         if isinstance(answer, Exception):
@@ -60,19 +52,19 @@ def api(
         return answer
 
     http = HttpApi(
-        CONFIG, retry_budget=budget, sleep=clock.sleep, clock=clock, transport=httpx2.MockTransport(handle)
+        CONFIG, retry_budget=budget, sleep=clock.sleep, clock=clock, transport=MockTransport(handle)
     )
     return http, clock, seen
 
 
-def status(code: int, reason: str = "", message: str = "", **headers: str) -> httpx2.Response:
+def status(code: int, reason: str = "", message: str = "", **headers: str) -> Response:
     body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason,
             "message": message}  # fmt: skip
-    return httpx2.Response(code, json=body, headers=headers)
+    return json_answer(code, body, **headers)
 
 
-def ok(body: dict[str, Any] | None = None) -> httpx2.Response:
-    return httpx2.Response(200, json=body or {"kind": "ConfigMap", "metadata": {"name": "x"}})
+def ok(body: dict[str, Any] | None = None) -> Response:
+    return json_answer(200, body or {"kind": "ConfigMap", "metadata": {"name": "x"}})
 
 
 @pytest.mark.parametrize("code", [429, 500, 502, 503, 504])
@@ -118,14 +110,14 @@ def test_the_budget_bounds_retries_of_a_server_that_never_recovers() -> None:
 
 
 def test_connection_errors_are_retried_then_reported_as_unreachable() -> None:
-    http, clock, _ = api(lambda request: httpx2.ConnectError("connection refused"), budget=5)
+    http, clock, _ = api(lambda request: Unreachable("connection refused"), budget=5)
     with pytest.raises(ClusterUnreachable, match=r"cannot reach the API server at https://api\.test:6443"):
         http.get(CONFIGMAPS, "x", "apps")
     assert 0 < clock.now <= 5
 
 
 def test_a_connection_error_then_success_is_survived() -> None:
-    http, clock, _ = api(iter([httpx2.ReadError("reset"), ok()]))
+    http, clock, _ = api(iter([Unreachable("the connection was reset"), ok()]))
     assert http.get(CONFIGMAPS, "x", "apps")["metadata"]["name"] == "x"
     assert clock.sleeps == [0.05]
 
@@ -140,8 +132,13 @@ def test_not_found_is_none_for_get() -> None:
     "body", ["<html>proxy login</html>", "[" * 100_000 + "]" * 100_000], ids=["html", "nested too deep"]
 )
 def test_a_body_that_is_not_json_is_one_clear_error(body: str, status_code: int) -> None:
-    http, _, _ = api(iter([httpx2.Response(status_code, text=body)]))
-    with pytest.raises(ApiStatusError, match="not JSON" if status_code == 200 else "422"):
+    http, _, _ = api(iter([Response.of(status_code, body.encode())]))
+    wanted = (
+        ("not JSON" if body.startswith("<") else "nests deeper than 256 levels")
+        if status_code == 200
+        else "422"
+    )
+    with pytest.raises(ApiStatusError, match=wanted):
         http.get(CONFIGMAPS, "x", "apps")
 
 
@@ -152,10 +149,10 @@ def test_requests_carry_the_token_the_path_segments_and_the_field_manager() -> N
     http.apply(CONFIGMAPS, obj, field_manager="krmfn", force=False, dry_run=False)
     get, patch = seen
     assert get.headers["Authorization"] == "Bearer t0k3n"
-    assert get.url.raw_path.decode() == "/api/v1/namespaces/apps/configmaps/a%2F..%2Fb"
+    assert path_of(get) == "/api/v1/namespaces/apps/configmaps/a%2F..%2Fb"
     assert patch.method == "PATCH" and patch.headers["Content-Type"] == "application/apply-patch+yaml"
-    assert patch.url.params["fieldManager"] == "krmfn"
-    assert json.loads(patch.content)["metadata"]["name"] == "x"
+    assert params_of(patch)["fieldManager"] == "krmfn"
+    assert patch.body is not None and json.loads(patch.body)["metadata"]["name"] == "x"
 
 
 def test_list_follows_continue_tokens() -> None:
@@ -167,7 +164,7 @@ def test_list_follows_continue_tokens() -> None:
     items = http.list(CONFIGMAPS, "apps", "app=web")
     assert [i["metadata"]["name"] for i in items] == ["a", "b"]
     assert all(i["kind"] == "ConfigMap" and i["apiVersion"] == "v1" for i in items)
-    assert seen[1].url.params["continue"] == "tok"
+    assert params_of(seen[1])["continue"] == "tok"
 
 
 @pytest.mark.parametrize(
@@ -177,15 +174,26 @@ def test_list_follows_continue_tokens() -> None:
         pytest.param(b"[1, 2]", id="not an object"),
         pytest.param(b'{"type": "MODIFIED", "object": "x"}', id="object not a mapping"),
         pytest.param(b'{"type": "MODIFIED"}', id="no object"),
-        pytest.param(b"[" * 100_000 + b"]" * 100_000, id="nested too deep"),
     ],
 )
 def test_a_watch_line_that_is_not_an_event_is_a_dropped_watch(body: bytes) -> None:
     """The watch's lines come from the cluster (or a proxy): one that is not an event raised ValueError
     or AttributeError in the waiter's thread, which ended it; now the watch is resumed like a cut one."""
     good = b'{"type": "ADDED", "object": {"metadata": {"name": "x", "resourceVersion": "5"}}}\n'
-    http, _, _ = api(lambda request: httpx2.Response(200, content=good + body + b"\n"))
+    http, _, _ = api(lambda request: Response.of(200, good + body + b"\n"))
     events = http.watch(CONFIGMAPS, "x", "apps", "", threading.Event())
     assert next(events) == ("ADDED", {"metadata": {"name": "x", "resourceVersion": "5"}})
     with pytest.raises(ClusterUnreachable, match=r"^watch of x: the answer is not a stream of events$"):
+        next(events)
+
+
+@pytest.mark.parametrize("depth", [257, 100_000])
+def test_a_watch_event_nested_too_deep_ends_the_watch_with_an_error(depth: int) -> None:
+    """Resumed like a cut watch, it would come again, and again, until the step's timeout."""
+    good = b'{"type": "ADDED", "object": {"metadata": {"name": "x", "resourceVersion": "5"}}}\n'
+    deep = b'{"type": "MODIFIED", "object": {"s": ' + b"[" * (depth - 2) + b"]" * (depth - 2) + b"}}\n"
+    http, _, _ = api(lambda request: Response.of(200, good + deep))
+    events = http.watch(CONFIGMAPS, "x", "apps", "", threading.Event())
+    assert next(events)[0] == "ADDED"
+    with pytest.raises(ApiStatusError, match=r"^watch of x: an event nests deeper than 256 levels"):
         next(events)

@@ -232,7 +232,8 @@ def test_objects_without_an_index_may_name_their_step() -> None:
                 obj("ConfigMap", "a", **{"krmfn.dev/step-index": "first"}),
                 obj("ConfigMap", "a"),
             ],
-            "ConfigMap n/a: annotation krmfn.dev/step-index must be a whole number, got 'first'",
+            "ConfigMap n/a: annotation krmfn.dev/step-index must be a whole number from 0 to 2147483647, "
+            "got 'first'",
             id="bad-index-before-a-later-duplicate",
         ),
         pytest.param(

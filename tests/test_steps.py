@@ -97,32 +97,34 @@ def test_grouping(objects: list[dict[str, Any]], expected: tuple[Group, bool]) -
 REFUSED = [
     pytest.param(
         [cm("a", step_index="+1")],
-        "ConfigMap a: annotation krmfn.dev/step-index must be a whole number, got '+1'",
+        "ConfigMap a: annotation krmfn.dev/step-index must be a whole number from 0 to 2147483647, got '+1'",
         id="index-with-a-sign",
     ),
     pytest.param(
         [cm("a", step_index=" 2 ")],
-        "ConfigMap a: annotation krmfn.dev/step-index must be a whole number, got ' 2 '",
+        "ConfigMap a: annotation krmfn.dev/step-index must be a whole number from 0 to 2147483647, got ' 2 '",
         id="index-with-spaces",
     ),
     pytest.param(
         [cm("loose"), cm("a", step_index="-2")],
-        "ConfigMap a: annotation krmfn.dev/step-index must be a whole number, got '-2'",
+        "ConfigMap a: annotation krmfn.dev/step-index must be a whole number from 0 to 2147483647, got '-2'",
         id="negative-index",
     ),
     pytest.param(
         [cm("a", step_index="\u00b2")],
-        "ConfigMap a: annotation krmfn.dev/step-index must be a whole number, got '\u00b2'",
+        "ConfigMap a: annotation krmfn.dev/step-index must be a whole number from 0 to 2147483647, "
+        "got '\u00b2'",
         id="a-superscript-digit-is-not-a-number",
     ),
     pytest.param(
         [cm("a", step_index="first")],
-        "ConfigMap a: annotation krmfn.dev/step-index must be a whole number, got 'first'",
+        "ConfigMap a: annotation krmfn.dev/step-index must be a whole number from 0 to 2147483647, "
+        "got 'first'",
         id="index-not-a-number",
     ),
     pytest.param(
         [cm("a", step_index=1.5)],
-        "ConfigMap a: annotation krmfn.dev/step-index must be a whole number, got '1.5'",
+        "ConfigMap a: annotation krmfn.dev/step-index must be a whole number from 0 to 2147483647, got '1.5'",
         id="index-loaded-as-a-yaml-float",
     ),
     pytest.param(

@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from krmfn.clihelp import epilog
+from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import KrmfnError
 from krmfn.export import argocd, resourceset
 from krmfn.export.steps import group
@@ -31,6 +31,7 @@ EXIT_CODES = (
     ("0", "written"),
     ("1", "the stream cannot be exported (unreadable, bad step annotations, an engine's limit)"),
     ("2", "a usage error (unknown engine or flag, a missing required flag)"),
+    INTERNAL_EXIT_CODE,
 )
 EXAMPLES = {
     "": (

@@ -45,6 +45,8 @@ class Worker:
             request = (json.dumps({"expr": text, "obj": obj}) + "\n").encode()
         except (TypeError, ValueError) as err:  # not JSON data: never so for an object the API served
             return {"error": f"the object is not JSON data: {err}"}
+        except RecursionError:  # never so either: api.parse_json bounds the depth of what the API served
+            return {"error": "the object nests too deep to be evaluated"}
         with self._lock:
             child = self._child or self._start()
             assert child.stdin is not None and child.stdout is not None

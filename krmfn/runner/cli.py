@@ -1,25 +1,28 @@
 """``krmfn plan`` and ``krmfn apply``: flags, input, signals and exit codes around the engine.
 
-The engine and the HTTP client (lightkube, httpx) are imported only when a run connects: ``krmfn plan``
-and ``--dry-run=client`` never need them, and input errors are reported before they load.
+The engine and the cluster client (lightkube for the kubeconfig, krmfn.net for HTTP) are imported only
+when a run connects: ``krmfn plan`` and ``--dry-run=client`` never need them, and input errors are
+reported before they load.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from krmfn import interrupts
-from krmfn.clihelp import epilog
+from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.duration import SECOND, parse_duration
-from krmfn.errors import RunnerError
-from krmfn.runner.errors import Interrupted, SourceError
+from krmfn.errors import EXIT_INTERNAL, RunnerError
+from krmfn.numbers import whole
+from krmfn.runner.errors import InternalError, Interrupted, SourceError
 from krmfn.runner.events import Error
 from krmfn.runner.identity import Identity, identify
 from krmfn.runner.joblogs import DEFAULT_LINES
@@ -27,9 +30,10 @@ from krmfn.runner.parallel import DEFAULT_CONCURRENCY
 from krmfn.runner.plan import Plan, build_plan, check_applyset
 from krmfn.runner.printers import format_plan, make_printer, plan_data
 from krmfn.runner.source import kustomize_build, read_files
-from krmfn.terminal import safe_line
+from krmfn.terminal import cut, safe_line
 
 if TYPE_CHECKING:
+    from krmfn.net.budget import Budget
     from krmfn.runner.api import Api
     from krmfn.runner.engine import Result
     from krmfn.runner.healthexprs import HealthChecks
@@ -55,12 +59,11 @@ MAX_LOG_LINES = 1000
 
 
 def _log_lines(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 0 <= value <= MAX_LOG_LINES:
-        raise argparse.ArgumentTypeError(f"must be between 0 and {MAX_LOG_LINES}: {text!r}")
+    value = whole(text, MAX_LOG_LINES)
+    if value is None:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from 0 to {MAX_LOG_LINES}: {cut(text, 40)!r}"
+        )
     return value
 
 
@@ -68,27 +71,32 @@ MAX_CONCURRENCY = 64
 
 
 def _concurrency(text: str) -> int:
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_CONCURRENCY:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_CONCURRENCY}: {text!r}")
-    return int(text)
+    value = whole(text, MAX_CONCURRENCY, low=1)
+    if value is None:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from 1 to {MAX_CONCURRENCY}: {cut(text, 40)!r}"
+        )
+    return value
 
 
 EXIT_CODES = {
     "plan": (("0", "the plan was printed"), ("2", "a usage or input error (unreadable file, bad "
-                                                   "annotation)")),
+                                                   "annotation)"), INTERNAL_EXIT_CODE),
     "apply": (
         ("0", "every step healthy (or applied, for a final step that does not wait), prune done"),
         ("1", "the run failed: an object refused or failed, a timeout, the cluster unreachable, the "
               "inventory locked, another app's, or not krmfn's"),
         ("2", "a usage or input error, before any connection (no inventory name while pruning)"),
         ("130, 143", "interrupted by SIGINT, SIGTERM: nothing pruned, run again to continue"),
+        INTERNAL_EXIT_CODE,
     ),
     "diff": (
         ("0", "the next apply would change nothing"),
         ("1", "it would change something (shown), or the namespace has no inventory of that name"),
         ("2", "an error: bad input, the cluster unreachable, an object the server refuses (named), "
               "another tool's or app's inventory, KRMFN_DIFF failed"),
-        ("130", "interrupted by SIGINT; nothing was written"),
+        ("130, 143", "interrupted by SIGINT, SIGTERM; nothing was written"),
+        INTERNAL_EXIT_CODE,
     ),
 }  # fmt: skip
 EXAMPLES = {
@@ -153,8 +161,12 @@ def parser(command: str) -> argparse.ArgumentParser:
                    "(default 5m)")  # fmt: skip
     if command == "apply":
         p.add_argument("--timeout", type=_duration, default=0.0, metavar="DURATION",
-                       help="bound the whole run, lock wait and prune included (default: none; each step "
-                       "keeps its own timeout within it)")  # fmt: skip
+                       help="bound the whole run, lock wait and prune included, every request in flight "
+                       "too (default: none; each step keeps its own timeout within it)")  # fmt: skip
+    if command == "diff":
+        p.add_argument("--timeout", type=_duration, default=0.0, metavar="DURATION",
+                       help="bound the whole diff, every request in flight included (default: "
+                       "none)")  # fmt: skip
     if command in ("plan", "apply"):
         p.add_argument("--health-checks", metavar="FILE",
                        help="CEL health checks for custom resources, Flux's healthCheckExprs: a list of "
@@ -211,9 +223,29 @@ def parser(command: str) -> argparse.ArgumentParser:
 
 
 def _api_from_args(args: argparse.Namespace) -> Api:
+    """The cluster of the kubeconfig; its requests honour ``args.budget`` (the command's deadline and
+    signals), which the command sets before it connects."""
     from krmfn.runner.kube import connect
 
-    return connect(args.kubeconfig, args.context, retry_budget=args.retry_timeout)
+    budget = getattr(args, "budget", None)
+    return connect(args.kubeconfig, args.context, retry_budget=args.retry_timeout, budget=budget)
+
+
+@contextlib.contextmanager
+def interruptible(budget: Budget) -> Iterator[None]:
+    """For a command that only reads (diff, status): SIGINT and SIGTERM raise ``KeyboardInterrupt`` in the
+    main thread, which ends a request blocked there at once; ``budget.signum`` says which signal came."""
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        budget.stop(signum)
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in interrupts.SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _fail(command: str, err: RunnerError | str) -> None:
@@ -312,6 +344,7 @@ def _kubeconfig_namespace(args: argparse.Namespace) -> str:
 
 
 def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -> int:
+    from krmfn.net.budget import Budget
     from krmfn.runner.engine import Options, Result, Runner
 
     try:
@@ -324,6 +357,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         _fail("apply", err)
         return EXIT_USAGE
     printer = make_printer(args.output, sys.stdout, dry_run=args.dry_run == "server")
+    args.budget = budget = Budget()  # the run's deadline starts with the run (Runner.run)
     try:
         api = api_factory(args)  # reads the kubeconfig; connects only with the first request
     except RunnerError as err:
@@ -363,7 +397,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         health_checks=health_checks,
         concurrency=args.concurrency,
     )
-    runner = Runner(api, options, printer)
+    runner = Runner(api, options, printer, budget=budget)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         runner.request_stop(signum)
@@ -394,4 +428,6 @@ def exit_code(result: Result) -> int:
         return 0
     if isinstance(result.error, Interrupted):
         return 128 + result.error.signum
+    if isinstance(result.error, InternalError):
+        return EXIT_INTERNAL
     return EXIT_FAILED

@@ -1,8 +1,8 @@
 """What ``krmfn diff`` shows for one object: pure functions over plain dicts, no cluster access.
 
     comparable(obj) -> dict | None        the object without what the server writes by itself
-    masked(before, after) -> (b, a)        Secret values replaced by *** (as kubectl diff masks them), and
-                                           the annotations that hold them (last-applied-configuration)
+    masked(before, after) -> (b, a)        a Secret's values replaced by *** (as kubectl diff masks them),
+                                           and its annotations and other fields, masked whole
     unified(change) -> list[str]           the object's change as unified-diff lines (YAML, keys sorted)
     patch_of(change) -> list[dict]         the same change as an RFC 6902 JSON Patch (the jsonpatch library)
 
@@ -13,11 +13,8 @@ diff leaves out managed fields, so a diff shows what an apply would change in wh
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import difflib
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -31,12 +28,6 @@ SERVER_METADATA = (
     "deletionTimestamp", "deletionGracePeriodSeconds",
 )  # fmt: skip
 MASK = "***"
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-"""Written by ``kubectl apply`` (client side): the whole object as applied, a Secret's values in clear."""
-MIN_FOUND = 4
-"""Characters a Secret value needs before an annotation that merely contains it is masked (a shorter
-one, such as ``1``, would mask annotations that do not hold it); an annotation equal to a value is
-masked whatever its length."""
 NAME_MAX = 200
 """Bytes of a ``KRMFN_DIFF`` file name: under the 255 of common file systems, with room for a differ's
 own suffixes (``.orig``, ``~``)."""
@@ -80,31 +71,58 @@ def is_secret(obj: dict[str, Any] | None) -> bool:
 def masked(
     before: dict[str, Any] | None, after: dict[str, Any] | None
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """Secret values as ``***``: equal on both sides, or ``*** (before)`` and ``*** (after)`` where
-    they differ, so a diff says which keys change without printing a value (kubectl diff's rule).
-    An annotation that holds a value is masked the same way: ``last-applied-configuration`` always
-    (it is the object, values and all), any other when it contains one of the Secret's values."""
+    """A Secret's sides with everything that may hold a value as ``***``: equal on both sides, or
+    ``*** (before)`` and ``*** (after)`` where they differ, so a diff says what changes without printing
+    a value (kubectl diff's rule for ``data``). Masked whole, never searched for the values: a value is
+    found in too many forms (JSON-escaped in a copy of the object such as kapp's
+    ``kapp.k14s.io/original``, base64, without a block scalar's trailing newline, in a nested JSON
+    string). So every annotation's value is masked (keys shown), every ``data``/``stringData`` value
+    (keys shown), and every field that is not the Secret's identity or type (``SHOWN``, ``SHOWN_METADATA``):
+    managedFields, a field the server does not know, ``data`` that is not a mapping."""
     if not (is_secret(before) or is_secret(after)):
         return before, after
-    b = dict(before) if before is not None else None
-    a = dict(after) if after is not None else None
-    for field in ("data", "stringData"):
-        old, new = _mapping(before, field), _mapping(after, field)
-        if b is not None and field in b:
-            b[field] = _masked_values(old, new, "before")
-        if a is not None and field in a:
-            a[field] = _masked_values(new, old, "after")
-    secrets = _values(before) | _values(after)
-    old_notes, new_notes = _annotations(before, secrets), _annotations(after, secrets)
-    for side, mine, theirs, which in (
-        (b, old_notes, new_notes, "before"),
-        (a, new_notes, old_notes, "after"),
-    ):
-        if side is not None and mine:
-            meta = dict(side["metadata"])
-            meta["annotations"] = {**meta["annotations"], **_masked_values(mine, theirs, which)}
-            side["metadata"] = meta
-    return b, a
+    return _masked_side(before, after, "before"), _masked_side(after, before, "after")
+
+
+SHOWN = frozenset({"apiVersion", "kind", "type", "immutable"})
+"""A Secret's fields a diff shows as they are; ``metadata`` as ``SHOWN_METADATA`` says."""
+SHOWN_METADATA = frozenset({"name", "namespace", "generateName", "labels", "ownerReferences", "finalizers"})
+BY_KEY = frozenset({"data", "stringData"})
+"""Mappings whose keys are shown and whose values are masked; so are ``metadata.annotations``."""
+_ABSENT = object()
+
+
+def _masked_side(
+    mine: dict[str, Any] | None, theirs: dict[str, Any] | None, which: str
+) -> dict[str, Any] | None:
+    if mine is None:
+        return None
+    other = theirs or {}
+    out: dict[str, Any] = {}
+    for field, value in mine.items():
+        if field in SHOWN:
+            out[field] = value
+        elif field == "metadata" and isinstance(value, dict):
+            out[field] = _masked_metadata(value, other.get(field), which)
+        elif field in BY_KEY and isinstance(value, dict):
+            out[field] = _masked_values(value, _mapping(theirs, field), which)
+        else:
+            out[field] = _mask(value, other.get(field, _ABSENT), which)
+    return out
+
+
+def _masked_metadata(mine: dict[str, Any], theirs: Any, which: str) -> dict[str, Any]:
+    other = theirs if isinstance(theirs, dict) else {}
+    out: dict[str, Any] = {}
+    for field, value in mine.items():
+        if field in SHOWN_METADATA:
+            out[field] = value
+        elif field == "annotations" and isinstance(value, dict):
+            notes = other.get(field)
+            out[field] = _masked_values(value, notes if isinstance(notes, dict) else {}, which)
+        else:
+            out[field] = _mask(value, other.get(field, _ABSENT), which)
+    return out
 
 
 def _mapping(obj: dict[str, Any] | None, field: str) -> dict[Any, Any]:
@@ -112,37 +130,12 @@ def _mapping(obj: dict[str, Any] | None, field: str) -> dict[Any, Any]:
     return found if isinstance(found, dict) else {}
 
 
+def _mask(value: Any, other: Any, which: str) -> str:
+    return MASK if other is _ABSENT or other == value else f"{MASK} ({which})"
+
+
 def _masked_values(mine: dict[Any, Any], theirs: dict[Any, Any], which: str) -> dict[Any, str]:
-    return {k: MASK if k not in theirs or theirs[k] == v else f"{MASK} ({which})" for k, v in mine.items()}
-
-
-def _values(obj: dict[str, Any] | None) -> set[str]:
-    """The Secret's values as they could appear in an annotation: as stored (base64) and decoded."""
-    found: set[str] = set()
-    for field in ("data", "stringData"):
-        for value in _mapping(obj, field).values():
-            if not isinstance(value, str) or not value:
-                continue
-            found.add(value)
-            if field == "data":
-                with contextlib.suppress(ValueError):  # not base64 (binascii.Error), or not UTF-8
-                    found.add(base64.b64decode(value, validate=True).decode())
-    return {v for v in found if v}
-
-
-def _annotations(obj: dict[str, Any] | None, secrets: set[str]) -> dict[str, Any]:
-    """The annotations of ``obj`` that hold a Secret value (``LAST_APPLIED`` always)."""
-    meta = (obj or {}).get("metadata")
-    notes = meta.get("annotations") if isinstance(meta, dict) else None
-    if not isinstance(notes, dict):
-        return {}
-    return {k: v for k, v in notes.items() if k == LAST_APPLIED or _holds(v, secrets)}
-
-
-def _holds(value: Any, secrets: set[str]) -> bool:
-    # Not text only where an object is shown as rendered (the API server stores strings): as JSON.
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text in secrets or any(len(s) >= MIN_FOUND and s in text for s in secrets)
+    return {k: _mask(v, theirs.get(k, _ABSENT), which) for k, v in mine.items()}
 
 
 def action_of(before: dict[str, Any] | None, after: dict[str, Any] | None) -> Action:

@@ -5,7 +5,8 @@ and server-set metadata left out, Secret values masked), coloured on a terminal 
 names another program to compare the two directories (as ``KUBECTL_EXTERNAL_DIFF`` does). ``-o json``:
 one event per object with its change as an RFC 6902 JSON Patch, then a result line.
 
-Exit codes follow kubectl diff: 0 nothing would change, 1 something would, 2 an error.
+Exit codes follow kubectl diff: 0 nothing would change, 1 something would, 2 an error; and a bug is
+``krmfn.errors.EXIT_INTERNAL``, never 1.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -21,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from krmfn.errors import RunnerError
+from krmfn.errors import DEBUG_ENV, RunnerError, internal_error
 from krmfn.runner.diff import CHANGES, Change, as_yaml, patch_of, unified
 from krmfn.terminal import safe_line
 
@@ -41,7 +43,19 @@ def _fail(err: RunnerError | str) -> None:
 
 
 def run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argparse.Namespace], Api]) -> int:
-    from krmfn.runner.cli import _identity, _make_plan
+    """The diff's exit code. A bug raises (krmfn.cli reports it, exit ``EXIT_INTERNAL``, never 1, which
+    says "changes found"); with ``-o json`` the result line says so first."""
+    try:
+        return _run(args, docs, api_factory)
+    except Exception as err:
+        if args.output == "json" and not os.environ.get(DEBUG_ENV):
+            _result(sys.stdout, [], [], internal_error(err))
+        raise
+
+
+def _run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argparse.Namespace], Api]) -> int:
+    from krmfn.net.budget import Budget
+    from krmfn.runner.cli import _identity, _make_plan, interruptible
     from krmfn.runner.differ import Differ, DiffOptions, Failure
     from krmfn.runner.plan import check_applyset
 
@@ -52,31 +66,33 @@ def run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argpar
     except RunnerError as err:
         _fail(err)
         return EXIT_ERROR
+    args.budget = budget = Budget(args.timeout)
     try:
         api = api_factory(args)
     except RunnerError as err:
         _fail(err)
         return EXIT_ERROR
     try:
-        namespace = args.namespace or api.default_namespace
-        plan = _make_plan(args, docs, namespace)
-        check_applyset(plan, identity.name, namespace)
-        options = DiffOptions(
-            applyset=identity.name, applyset_source=identity.source, namespace=namespace,
-            field_manager=args.field_manager, force_conflicts=args.force_conflicts, prune=args.prune,
-            adopt=args.adopt, prune_namespaces=args.prune_namespaces, prune_crds=args.prune_crds,
-        )  # fmt: skip
-        changes: list[Change] = []
-        failures: list[Failure] = []
-        show = _json_event if args.output == "json" else None
-        for found in Differ(api, options).changes(plan):
-            if isinstance(found, Failure):
-                failures.append(found)
-                _fail(f"{found.object}: {found.message}")
-            else:
-                changes.append(found)
-            if show is not None:
-                show(sys.stdout, found)
+        with interruptible(budget):
+            namespace = args.namespace or api.default_namespace
+            plan = _make_plan(args, docs, namespace)
+            check_applyset(plan, identity.name, namespace)
+            options = DiffOptions(
+                applyset=identity.name, applyset_source=identity.source, namespace=namespace,
+                field_manager=args.field_manager, force_conflicts=args.force_conflicts, prune=args.prune,
+                adopt=args.adopt, prune_namespaces=args.prune_namespaces, prune_crds=args.prune_crds,
+            )  # fmt: skip
+            changes: list[Change] = []
+            failures: list[Failure] = []
+            show = _json_event if args.output == "json" else None
+            for found in Differ(api, options).changes(plan):
+                if isinstance(found, Failure):
+                    failures.append(found)
+                    _fail(f"{found.object}: {found.message}")
+                else:
+                    changes.append(found)
+                if show is not None:
+                    show(sys.stdout, found)
     except RunnerError as err:
         from krmfn.runner.errors import NoInventory
 
@@ -86,7 +102,7 @@ def run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argpar
         return EXIT_CHANGES if isinstance(err, NoInventory) else EXIT_ERROR
     except KeyboardInterrupt:
         _fail("interrupted; nothing was written")
-        return 130
+        return 128 + (budget.signum or signal.SIGINT)
     finally:
         close = getattr(api, "close", None)
         if close is not None:

@@ -10,6 +10,7 @@ until its last inventory write (lock.py says why there, inventory.py how the wri
 
 from __future__ import annotations
 
+import os
 import queue
 import time
 from collections.abc import Callable
@@ -18,12 +19,14 @@ from functools import partial
 from typing import Any, ParamSpec, Protocol, TypeVar
 
 import krmfn
-from krmfn.errors import RunnerError
+from krmfn.errors import DEBUG_ENV, RunnerError
 from krmfn.kobj import annotations_of
+from krmfn.net.budget import Budget
 from krmfn.runner import joblogs, jobs
 from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
 from krmfn.runner.applyset import JobRecord, Outcome, Parent, as_member
 from krmfn.runner.errors import (
+    InternalError,
     Interrupted,
     InvalidObject,
     InventoryError,
@@ -153,9 +156,18 @@ class Tracked:
 
 class Runner:
     def __init__(
-        self, api: Api, options: Options, emit: Callable[[Event], None], clock: Clock | None = None
+        self,
+        api: Api,
+        options: Options,
+        emit: Callable[[Event], None],
+        clock: Clock | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.api = api
+        self.budget = budget or Budget()
+        """The run's deadline and signals, shared with the requests (krmfn/net/budget.py): a request in
+        flight when the run must stop ends with the run's own error (``_stopped``)."""
+        self.budget.on_stop = self._stopped
         self.options = options
         self._runlog = RunLog()
         """The record of this run on the parent (runs.py), for ``krmfn status``."""
@@ -178,21 +190,29 @@ class Runner:
     # --- public ------------------------------------------------------------------------------------------
 
     def request_stop(self, signum: int) -> None:
-        """Called from a signal handler: the run stops at the next request boundary or wait tick."""
+        """Called from a signal handler: the run stops at the next request boundary or wait tick, and a
+        request in flight within a tick (only attributes are assigned: safe whatever a thread holds)."""
         self._signal = signum
+        self.budget.stop(signum)
 
     def run(self, plan: Plan) -> Result:
         self._result = result = Result(ok=False)
         started = self.clock.monotonic()
+        self.budget.start(self.options.timeout)
         if self.options.timeout > 0:
             self._deadline = started + self.options.timeout
         try:
             try:
                 self._run(plan, result)
             except RunnerError as err:
-                failed = plan.steps[self._step].name if 0 <= self._step < len(plan.steps) else None
-                self._runlog.end(err, failed)
+                self._runlog.end(err, self._failed_step(plan))
                 raise
+            except Exception as err:  # a bug: the run still ends as a failure, recorded, its lock released
+                internal = InternalError(err, self._during)
+                self._runlog.end(internal, self._failed_step(plan))
+                if os.environ.get(DEBUG_ENV):
+                    raise
+                raise internal from err
             finally:
                 if self._inventory is not None:
                     # Releases the lock after a failure, recording how the run ended; nothing after close().
@@ -208,6 +228,9 @@ class Runner:
                 result.failed_step, result.failed_step_index = name, step
         result.elapsed = self.clock.monotonic() - started
         return result
+
+    def _failed_step(self, plan: Plan) -> str | None:
+        return plan.steps[self._step].name if 0 <= self._step < len(plan.steps) else None
 
     # --- the sequence ------------------------------------------------------------------------------------
 
@@ -851,6 +874,13 @@ class Runner:
         return pruned.remaining
 
     # --- helpers -----------------------------------------------------------------------------------------
+
+    def _stopped(self) -> None:
+        """A request the budget ended raises the run's error, naming what the run was doing."""
+        signum = self._signal if self._signal is not None else self.budget.signum
+        if signum is not None:
+            raise Interrupted(signum, self._during)
+        raise RunTimeout(self.options.timeout, self._during, [])
 
     def _check_stop(self, waiting: Waiting | None = None) -> None:
         if self._signal is not None:

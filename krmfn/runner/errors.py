@@ -3,6 +3,7 @@
 RunnerError (krmfn.errors)
 ├── SourceError           the input stream cannot be read or built (-f/-k)
 ├── ClusterUnreachable    the API server did not answer, even after retries
+│   └── AnswerTooLarge    an answer over its ceiling (krmfn/net/ceilings.py), not retried
 ├── KubeconfigError       the kubeconfig cannot be read or used, or its exec credential plugin failed
 ├── ObjectError           the API server refused one object; ``ref`` names it
 │   ├── InvalidObject     422: the object does not validate
@@ -16,7 +17,8 @@ RunnerError (krmfn.errors)
 ├── StepFailed            an object of a step failed (Job Failed, rollout stalled, ...)
 ├── StepTimeout           a step was not healthy within its timeout
 ├── RunTimeout            the whole run took longer than --timeout
-└── Interrupted           SIGINT/SIGTERM: stopped between requests; ``signum`` says which
+├── Interrupted           SIGINT/SIGTERM: stopped between requests; ``signum`` says which
+└── InternalError         an exception the runner did not expect (a bug): the run still ends as a failure
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import signal
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
-from krmfn.errors import RunnerError
+from krmfn.errors import RunnerError, internal_error
 from krmfn.runner.api import ApiStatusError, NoSuchKind
 
 if TYPE_CHECKING:  # it imports this module
@@ -35,9 +37,11 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 __all__ = [
+    "AnswerTooLarge",
     "ApplyConflict",
     "ClusterUnreachable",
     "Forbidden",
+    "InternalError",
     "Interrupted",
     "InvalidObject",
     "InventoryError",
@@ -61,6 +65,10 @@ class SourceError(RunnerError):
 
 class ClusterUnreachable(RunnerError):
     """Connecting to the API server failed after the retries."""
+
+
+class AnswerTooLarge(ClusterUnreachable):
+    """An answer of the API server over its ceiling (krmfn/net/ceilings.py): not retried."""
 
 
 class KubeconfigError(RunnerError):
@@ -152,6 +160,15 @@ class Interrupted(RunnerError):
         name = signal.Signals(signum).name
         super().__init__(f"interrupted by {name} during {during}; nothing was pruned; run again to continue")
         self.signum = signum
+
+
+class InternalError(RunnerError):
+    """An exception the engine did not expect, a bug, turned into the run's error so that the run still
+    ends as a failure: its record ended, the lock released, the ``error`` and ``result`` events written,
+    exit code ``krmfn.errors.EXIT_INTERNAL``."""
+
+    def __init__(self, err: BaseException, during: str) -> None:
+        super().__init__(internal_error(err, during))
 
 
 def as_object_error(key: Key, err: ApiStatusError) -> ObjectError:

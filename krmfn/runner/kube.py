@@ -1,119 +1,69 @@
 """The runner's view of the API server: ``HttpApi``, the HTTP implementation of ``api.Api``.
 
-``HttpApi`` uses lightkube for what a client library is for (kubeconfig contexts, TLS, exec/token
-auth) and speaks the REST API itself on lightkube's configured HTTP client, because the runner needs
-requests lightkube's typed helpers do not expose: discovery for kinds known only at run time, delete
-with a UID precondition, watches resumed from a resourceVersion with bookmarks, and the HTTP status of
-an apply (created or not). Objects stay plain dicts so status computation stays pure and testable.
+``HttpApi`` uses lightkube for what a client library is for (kubeconfig contexts, the TLS context,
+token, token file, exec and basic auth) and speaks the REST API itself over krmfn.net (the one HTTP
+stack), because the runner needs requests lightkube's typed helpers do not expose: discovery for kinds
+known only at run time, delete with a UID precondition, watches resumed from a resourceVersion with
+bookmarks, and the HTTP status of an apply (created or not). Objects stay plain dicts so status
+computation stays pure and testable.
 
-Transient failures (connection errors, 429, 5xx) are retried with capped exponential backoff; every
-other failure raises ``ApiStatusError``, which the engine turns into an error naming the object.
+Every answer is read under its ceiling and within its time (krmfn/net/ceilings.py) and the command's
+``Budget`` (its ``--timeout``, SIGINT and SIGTERM). Transient failures (connection errors, timeouts, 429,
+5xx) are retried with capped exponential backoff; an answer over its ceiling is not (a list page is asked
+for again in smaller pages); every other failure raises ``ApiStatusError``, which the engine turns into
+an error naming the object.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
 
-import httpx2
 from lightkube.config import client_adapter
-from lightkube.config.kubeconfig import KubeConfig, SingleConfig
-from lightkube.core.exceptions import ConfigError as LightkubeConfigError
+from lightkube.config.kubeconfig import SingleConfig
 
 from krmfn import __version__
-from krmfn.errors import InputError, RunnerError
+from krmfn.errors import RunnerError
+from krmfn.net.budget import Budget
+from krmfn.net.ceilings import DISCOVERY, LIST, LOGS, OBJECT, TICK, WATCH, Ceiling, seconds
+from krmfn.net.errors import NetError, Stopped, TimedOut, TooLarge, Unreachable
+from krmfn.net.urls import redact
+from krmfn.net.wire import Transport
+from krmfn.numbers import whole
 from krmfn.runner.api import (
     TRANSIENT,
     ApiStatusError,
     NoSuchKind,
     Resource,
+    Unreadable,
     WatchEvent,
     group_path,
     parse_json,
     segment,
 )
-from krmfn.runner.errors import ClusterUnreachable, KubeconfigError
+from krmfn.runner.errors import AnswerTooLarge, ClusterUnreachable, Interrupted, KubeconfigError
 from krmfn.runner.joblogs import LIMIT_BYTES as LOG_LIMIT_BYTES
-from krmfn.runner.wire import HttpxWire, Reply, SocketWire, Wire, WireError, first_line
-from krmfn.yaml.io import load_all_fast
+from krmfn.runner.kubeconfig import GuardedAuth, auth_description, load_config, safe_reason
+from krmfn.runner.wire import MAX_ERROR_BODY, Reply, ServerWire, server_pool
+
+__all__ = ["APPLY_PATCH", "HttpApi", "connect", "field_value", "load_config"]
 
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the server accepts a JSON body here
-_POSITION = re.compile(r"line (\d+), column (\d+)")
-_FIELD = re.compile(r"at `(\$[\w.\[\]-]*)`")
-_EXEC_EXIT = re.compile(r"Exec \S+ returned (-?\d+)")
+LIST_PAGE = 500
 
 
-def load_config(kubeconfig: str | None, context: str | None) -> SingleConfig:
-    """kubectl's lookup order: --kubeconfig, $KUBECONFIG (first file), ~/.kube/config, in-cluster.
-
-    A kubeconfig holds credentials, so no error quotes its text: a YAML error gives its position, a
-    wrong field its path in the file."""
-    path = kubeconfig or next((p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p), "")
-    default = Path.home() / ".kube" / "config"
-    if not path and not default.exists():
-        try:
-            config = KubeConfig.from_service_account()
-        except Exception:
-            raise KubeconfigError(
-                "no kubeconfig: pass --kubeconfig or set KUBECONFIG (and not running in a pod)"
-            ) from None
-    else:
-        config = _read_kubeconfig(Path(path) if path else default)
-    try:
-        single = config.get(context_name=context)
-    except LightkubeConfigError as err:  # "Context 'NAME' not found", "No current context set ..."
-        raise KubeconfigError(f"the kubeconfig cannot be used: {first_line(err)}") from None
-    except KeyError:
-        raise KubeconfigError(
-            f"the kubeconfig's context {context or config.current_context} names a cluster or user "
-            "that the kubeconfig does not define"
-        ) from None
-    if single is None:
-        raise KubeconfigError("the kubeconfig has no current context; pass --context")
-    return single
-
-
-def _read_kubeconfig(file: Path) -> KubeConfig:
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise KubeconfigError(f"kubeconfig {file} not found") from None
-    except OSError as err:
-        reason = err.strerror or type(err).__name__
-        raise KubeconfigError(f"cannot read the kubeconfig {file}: {reason}") from None
-    except UnicodeDecodeError:
-        raise KubeconfigError(f"the kubeconfig {file} is not UTF-8 text") from None
-    try:
-        data = next(iter(load_all_fast(text)), None)
-    except InputError as err:
-        where = _POSITION.search(str(err))
-        at = f" (at line {where[1]}, column {where[2]})" if where else ""
-        raise KubeconfigError(f"the kubeconfig {file} is not valid YAML{at}") from None
-    if not isinstance(data, dict):
-        raise KubeconfigError(f"the kubeconfig {file} is not a mapping")
-    try:
-        return KubeConfig.from_dict(data, fname=file)
-    except KeyError as err:
-        raise KubeconfigError(f"the kubeconfig {file} has an entry without {err}") from None
-    except Exception as err:  # lightkube's field conversion; its message may quote the value: not shown
-        where = _FIELD.search(str(err))
-        at = f" at {where[1]}" if where else ""
-        raise KubeconfigError(f"the kubeconfig {file} has a list or field of the wrong type{at}") from None
-
-
-def connect(kubeconfig: str | None, context: str | None, *, retry_budget: float) -> HttpApi:
+def connect(
+    kubeconfig: str | None, context: str | None, *, retry_budget: float, budget: Budget | None = None
+) -> HttpApi:
     """The ``HttpApi`` of the kubeconfig's context. Nothing is sent yet: credentials (a token file, an
-    exec plugin) are used with the first request."""
+    exec plugin) are used with the first request. ``budget``: the command's deadline and signals."""
     config = load_config(kubeconfig, context)
     try:
-        return HttpApi(config, retry_budget=retry_budget)
+        return HttpApi(config, retry_budget=retry_budget, budget=budget)
     except KubeconfigError:
         raise
     except OSError as err:  # a certificate file that cannot be read
@@ -124,112 +74,48 @@ def connect(kubeconfig: str | None, context: str | None, *, retry_budget: float)
     except Exception as err:  # a bad CA or client certificate, base64 data, an unsupported auth-provider
         raise KubeconfigError(
             f"the kubeconfig's cluster or user of context {config.context_name} cannot be used: "
-            f"{_safe_reason(err)}"
+            f"{safe_reason(err)}"
         ) from None
 
 
-class _GuardedAuth(httpx2.Auth):
-    """The kubeconfig's auth (a token, a token file, an exec credential plugin) with its failures turned
-    into one ``KubeconfigError`` line: lightkube raises them from inside the request, some as plain
-    exceptions (a traceback) and some quoting the plugin's stderr, which may hold credentials."""
-
-    def __init__(self, inner: httpx2.Auth, what: str) -> None:
-        self._inner = inner
-        self._what = what
-
-    def sync_auth_flow(self, request: httpx2.Request) -> Generator[httpx2.Request, httpx2.Response, None]:
-        flow = self._inner.sync_auth_flow(request)
-        try:
-            sent = next(flow)
-            while True:
-                response = yield sent
-                sent = flow.send(response)
-        except StopIteration:
-            return
-        except Exception as err:
-            raise KubeconfigError(f"{self._what}: {_safe_reason(err)}") from None
-
-
-def _auth_description(config: SingleConfig) -> str:
-    user = config.user
-    if user is not None and user.exec is not None:
-        return (
-            f"the exec credential plugin {Path(user.exec.command).name} of context {config.context_name} "
-            "failed (run it yourself to see its output; krmfn does not print it, as it may hold credentials)"
-        )
-    return f"the credentials of context {config.context_name} cannot be used"
-
-
-def _safe_reason(err: Exception) -> str:
-    """What went wrong, without the text of the error where that text may quote credentials (a plugin's
-    stderr or stdout, a kubeconfig value)."""
-    if isinstance(err, LightkubeConfigError):
-        text = str(err)
-        exited = _EXEC_EXIT.match(text)
-        if exited:
-            return f"exit code {exited[1]}"
-        if text.startswith(("Token file ", "auth exec api version ", "auth-provider not supported")):
-            return first_line(err)
-        return "configuration error"
-    if isinstance(err, OSError):
-        return f"{err.strerror or type(err).__name__}" + (f": {err.filename}" if err.filename else "")
-    if isinstance(err, ValueError | KeyError | TypeError):
-        return "its output is not an ExecCredential with status.token"
-    return type(err).__name__
-
-
 class HttpApi:
-    """``Api`` over HTTP. The clock, ``sleep`` and the transport are injectable, so retry tests run
-    against a mock transport without waiting (tests/test_runner_http.py)."""
+    """``Api`` over HTTP (krmfn.net). The clock, ``sleep`` and the transport are injectable, so retry
+    tests run against a stand-in transport without waiting (tests/test_runner_http.py); ``budget`` is the
+    command's deadline and signals, which every request honours (krmfn/net/budget.py)."""
 
     def __init__(
         self,
         config: SingleConfig,
         *,
-        timeout: float = 15.0,
         retry_budget: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
-        transport: httpx2.BaseTransport | None = None,
+        transport: Transport | None = None,
+        budget: Budget | None = None,
     ) -> None:
-        params = client_adapter.ConnectionParams(
-            timeout=httpx2.Timeout(timeout), trust_env=False, transport=transport
-        )
-        settings = params.httpx_params(config)  # lightkube's TLS context and auth for this context
-        if settings["auth"] is not None:
-            settings["auth"] = _GuardedAuth(settings["auth"], _auth_description(config))
+        # lightkube's TLS context (the cluster's CA, client certificates) and auth for this context.
+        settings = client_adapter.ConnectionParams(trust_env=False).httpx_params(config)
+        auth = settings["auth"]
+        if auth is not None:
+            auth = GuardedAuth(auth, auth_description(config))
         # Requests name krmfn in the API server's audit log, as kubectl names itself.
         self._headers = {"Accept": "application/json", "User-Agent": f"krmfn/{__version__}"}
-        self._settings = settings
-        self._client: httpx2.Client | None = None
-        self._lock = threading.Lock()
-        # Unary requests go over the standard library's connections (wire.py: a third of the CPU per
-        # request); an injected transport (tests) gets them all.
-        self._wire: Wire = (
-            HttpxWire(self._http)
-            if transport is not None
-            else SocketWire(config.cluster.server, settings["verify"], settings["auth"], timeout=timeout)
+        self._server = redact(config.cluster.server)
+        self._wire = ServerWire(
+            transport if transport is not None else server_pool(config.cluster.server, settings["verify"]),
+            auth,
+            budget,
         )
-        self._server = config.cluster.server
+        self._budget = budget
         self.default_namespace = config.namespace
         self._retry_budget = retry_budget
         self._sleep = sleep
         self._clock = clock
         self._discovery: dict[str, dict[str, Resource]] = {}
-
-    @property
-    def _http(self) -> httpx2.Client:
-        """The httpx client for watches and logs, made on first use: building one costs ~0.1 s, and a
-        run whose objects are healthy once applied never needs it."""
-        with self._lock:
-            if self._client is None:
-                self._client = httpx2.Client(**self._settings, headers=self._headers)
-            return self._client
+        self._lock = threading.Lock()
 
     def close(self) -> None:
         self._wire.close()
-        if self._client is not None:
-            self._client.close()
 
     # --- discovery ---------------------------------------------------------------------------------------
 
@@ -254,7 +140,7 @@ class HttpApi:
         if not group:
             return self.resource("v1", kind)
         try:
-            body = self._json("GET", group_path(group))
+            body = self._json("GET", group_path(group), ceiling=DISCOVERY)
         except ApiStatusError as err:
             if err.code == 404:
                 raise NoSuchKind(f"the cluster no longer serves the group {group}") from None
@@ -267,7 +153,7 @@ class HttpApi:
     def _discover(self, api_version: str) -> dict[str, Resource]:
         group, _, version = api_version.rpartition("/")
         try:
-            body = self._json("GET", group_path(group, version))
+            body = self._json("GET", group_path(group, version), ceiling=DISCOVERY)
         except ApiStatusError as err:
             if err.code == 404:
                 raise NoSuchKind(
@@ -317,9 +203,16 @@ class HttpApi:
 
     def list(self, res: Resource, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
-        params = {"labelSelector": label_selector, "limit": "500"}
+        params = {"labelSelector": label_selector, "limit": str(LIST_PAGE)}
         while True:
-            body = self._json("GET", res.path(namespace), params=params)
+            try:
+                body = self._json("GET", res.path(namespace), params=params, ceiling=LIST)
+            except AnswerTooLarge:
+                page = int(params["limit"])
+                if page == 1:
+                    raise
+                params["limit"] = str(page // 2)  # large objects: the same page again, in smaller pages
+                continue
             for item in body.get("items") or []:
                 # List items carry no apiVersion/kind; add them so they read like single objects.
                 item.setdefault("apiVersion", res.api_version)
@@ -351,20 +244,23 @@ class HttpApi:
     def watch(
         self, res: Resource, name: str, namespace: str, resource_version: str, stop: threading.Event
     ) -> Iterator[WatchEvent]:
-        """One watch request; ends when the server closes it (the caller resumes from the last version)."""
+        """One watch request; ends when the server closes it (the caller resumes from the last version),
+        or within a tick of ``stop`` being set."""
         params = {"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": "60"}
         if name:
             params["fieldSelector"] = f"metadata.name={field_value(name)}"
         if resource_version:
             params["resourceVersion"] = resource_version
-        timeout = httpx2.Timeout(10.0, read=90.0)
         what = name or (f"{res.plural} in {namespace}" if namespace else res.plural)
+        target = _target(res.path(namespace), params)
         try:
-            with self._http.stream("GET", res.path(namespace), params=params, timeout=timeout) as response:
-                if response.status_code >= 400:
-                    answer = Reply(response.status_code, response.reason_phrase, response.read())
-                    raise _status_error(answer)
-                for line in response.iter_lines():
+            with self._wire.open(
+                "GET", target, None, self._headers, WATCH, cancelled=stop.is_set
+            ) as response:
+                if response.status >= 400:
+                    body = response.read_all(MAX_ERROR_BODY)
+                    raise _status_error(Reply(response.status, response.reason, body))
+                for line in response.lines(WATCH.max_line, WATCH.max_bytes, f"watch of {what}"):
                     if stop.is_set():
                         return
                     if line:
@@ -372,23 +268,34 @@ class HttpApi:
                         if event is None:  # a proxy's page, a cut line: resumed as a dropped watch is
                             raise ClusterUnreachable(f"watch of {what}: the answer is not a stream of events")
                         yield event
-        except httpx2.TransportError as err:
-            raise ClusterUnreachable(f"watch of {what} dropped: {first_line(err)}") from None
+        except Unreadable as err:  # not a dropped watch: resumed, the same event would come again
+            raise ApiStatusError(200, "InvalidResponse", f"watch of {what}: an event {err}") from None
+        except Stopped as err:
+            if stop.is_set():
+                return
+            raise self._stopped(err, f"watch of {what}") from None
+        except NetError as err:
+            raise ClusterUnreachable(f"watch of {what} dropped: {err}") from None
 
     def logs(
         self, name: str, namespace: str, container: str, tail: int, previous: bool = False
     ) -> str | None:
         """The last lines of a container's log, or None when the node does not serve logs."""
-        # limitBytes: a container that logs one huge line must not make the error (or this run) huge.
+        # limitBytes: a container that logs one huge line must not make the error (or this run) huge;
+        # a server that ignores it is read as if it had not (the first LIMIT_BYTES, krmfn/net/ceilings.py).
         params = {"container": container, "tailLines": str(tail), "limitBytes": str(LOG_LIMIT_BYTES)}
         if previous:
             params["previous"] = "true"
+        target = _target(f"/api/v1/namespaces/{segment(namespace)}/pods/{segment(name)}/log", params)
         try:
-            path = f"/api/v1/namespaces/{segment(namespace)}/pods/{segment(name)}/log"
-            response = self._http.get(path, params=params, timeout=2.0)
-        except (httpx2.HTTPError, RunnerError):
+            with self._wire.open("GET", target, None, self._headers, LOGS) as response:
+                if response.status != 200:
+                    return None
+                return response.read_prefix(LOG_LIMIT_BYTES).decode("utf-8", "replace")
+        except Stopped as err:
+            raise self._stopped(err, "a log request") from None
+        except (NetError, RunnerError):
             return None
-        return response.text if response.status_code == 200 else None
 
     # --- transport ---------------------------------------------------------------------------------------
 
@@ -397,8 +304,10 @@ class HttpApi:
         params = {"fieldManager": field_manager}
         return _decode(self._send(method, path, params=params, content=json.dumps(obj), headers=headers))
 
-    def _json(self, method: str, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
-        return _decode(self._send(method, path, params=params))
+    def _json(
+        self, method: str, path: str, params: dict[str, str] | None = None, ceiling: Ceiling = OBJECT
+    ) -> dict[str, Any]:
+        return _decode(self._send(method, path, params=params, ceiling=ceiling))
 
     def _send(
         self,
@@ -408,33 +317,65 @@ class HttpApi:
         params: dict[str, str] | None = None,
         content: str | None = None,
         headers: dict[str, str] | None = None,
+        ceiling: Ceiling = OBJECT,
     ) -> Reply:
-        target = f"{path}?{urlencode(params, quote_via=quote)}" if params else path
+        target = _target(path, params)
         body = content.encode() if content is not None else None
         sent = {**self._headers, **headers} if headers else self._headers
         deadline = self._clock() + self._retry_budget
         delay = 0.05
         while True:
             try:
-                reply = self._wire.send(method, target, body, sent)
-            except WireError as err:
+                reply = self._wire.send(method, target, body, sent, ceiling)
+            except (Unreachable, TimedOut) as err:
                 if self._clock() + delay > deadline:
                     raise ClusterUnreachable(
                         f"cannot reach the API server at {self._server}: {err}"
                     ) from None
+            except Stopped as err:
+                raise self._stopped(err, f"{method} {path}") from None
+            except TooLarge as err:
+                raise AnswerTooLarge(f"the API server's answer to {method} {path}: {err}") from None
+            except NetError as err:  # not HTTP as the API server speaks it; a header that cannot be sent
+                where = f"the API server at {self._server}"
+                raise ClusterUnreachable(f"{where}, {method} {path}: {err}") from None
             else:
                 if reply.status < 400:
                     return reply
                 if reply.status not in TRANSIENT:
                     raise _status_error(reply)
                 retry_after = reply.headers.get("retry-after", "").strip()
-                if retry_after.isdigit():
-                    delay = max(delay, float(retry_after))
+                if (seconds := whole(retry_after, 2**31 - 1)) is not None:  # krmfn.numbers: not int()
+                    delay = max(delay, float(seconds))
                 # A Retry-After past the budget ends the retries now, rather than sleeping beyond it.
                 if self._clock() + delay > deadline:
                     raise _status_error(reply)
-            self._sleep(delay)
+            self._pause(delay, f"{method} {path}")
             delay = min(delay * 2, 2.0)
+
+    def _pause(self, seconds: float, what: str) -> None:
+        """The wait before a retry, cut short (and the retries ended) by the command's budget."""
+        budget = self._budget
+        if budget is None:
+            self._sleep(seconds)
+            return
+        ends = self._clock() + seconds
+        while (left := ends - self._clock()) > 0:
+            if budget.expired():
+                raise self._stopped(budget.ended(), what)
+            self._sleep(min(left, TICK))
+
+    def _stopped(self, err: Stopped, what: str) -> RunnerError:
+        """A request the budget ended (its ``on_stop`` raised first, when there is one): a signal or the
+        command's ``--timeout``."""
+        if err.signum is not None:
+            return Interrupted(err.signum, what)
+        within = f" within --timeout {seconds(self._budget.timeout)}" if self._budget is not None else ""
+        return ClusterUnreachable(f"{what}: no answer from the API server at {self._server}{within}")
+
+
+def _target(path: str, params: Mapping[str, str] | None) -> str:
+    return f"{path}?{urlencode(params, quote_via=quote)}" if params else path
 
 
 def field_value(value: str) -> str:
@@ -443,10 +384,12 @@ def field_value(value: str) -> str:
     return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
 
 
-def _watch_event(line: str) -> WatchEvent | None:
+def _watch_event(line: bytes) -> WatchEvent | None:
     """One line of a watch: ``{"type": ..., "object": {...}}``, or None when it is not that."""
     try:
         event = parse_json(line)
+    except Unreadable:
+        raise
     except ValueError:
         return None
     found = event.get("object") if isinstance(event, dict) else None
@@ -458,6 +401,8 @@ def _watch_event(line: str) -> WatchEvent | None:
 def _decode(reply: Reply) -> dict[str, Any]:
     try:
         body = reply.json()
+    except Unreadable as err:
+        raise ApiStatusError(reply.status, "InvalidResponse", f"the answer {err}") from None
     except ValueError:  # a proxy's HTML page, a truncated body: not the API server's answer
         raise ApiStatusError(
             reply.status, "InvalidResponse", "the answer is not JSON (is the server an API server?)"

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from krmfn.numbers import whole
 from krmfn.runner.api import parse_json
 from krmfn.terminal import cut
 
@@ -135,14 +135,14 @@ class Lease:
         """True only when the holder ran here (this hostname, boot and PID namespace) and that process is
         certainly gone. A lease that does not say its boot and PID namespace is never judged gone."""
         host, _, pid_text = self.holder.rpartition("/")
-        # The lease comes from the cluster: ASCII digits only, and few (isdigit() takes "²", which int()
-        # refuses; os.kill refuses a pid beyond a C int).
-        if host != socket.gethostname() or not re.fullmatch("[0-9]{1,9}", pid_text):
+        # The lease comes from the cluster (krmfn.numbers says why not int()); os.kill refuses a pid
+        # beyond a C int, and 0 or 1 is never a krmfn run.
+        pid = whole(pid_text, 2**31 - 1, low=2)
+        if host != socket.gethostname() or pid is None:
             return False
         here = (_boot_id(), _pid_namespace())
         if "" in here or (self.boot, self.pidns) != here:
             return False
-        pid = int(pid_text)
         try:
             os.kill(pid, 0)
         except ProcessLookupError:

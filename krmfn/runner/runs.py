@@ -23,7 +23,6 @@ import binascii
 import json
 import math
 import os
-import re
 import time
 import zlib
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from krmfn.errors import RunnerError
+from krmfn.numbers import whole
 from krmfn.runner.api import parse_json
 from krmfn.runner.errors import Interrupted, RunTimeout, StepTimeout
 from krmfn.runner.events import Event, StepDone
@@ -192,9 +192,7 @@ def encode_plan(objects: list[str]) -> str:
 def decode_plan(text: str) -> tuple[int, set[str] | None]:
     """The count and the names of the last plan's objects (None when not recorded or unreadable)."""
     count_text, _, packed = text.partition(":")
-    # ASCII digits only, and few: isdigit() also takes "²", which int() refuses, and int() refuses
-    # more than 4300 digits.
-    count = int(count_text) if re.fullmatch("[0-9]{1,9}", count_text) else 0
+    count = whole(count_text, 10**9 - 1) or 0  # krmfn.numbers says why not int()
     if not packed or len(packed) > MAX_PLAN_BYTES:
         return count, None
     try:

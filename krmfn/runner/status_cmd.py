@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from krmfn.clihelp import epilog
+from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import RunnerError
 from krmfn.kobj import annotations_of
 from krmfn.runner.applyset import TOOLING, Parent
-from krmfn.runner.cli import _duration
+from krmfn.runner.cli import _duration, interruptible
 from krmfn.runner.runs import RunRecord, decode_plan
 from krmfn.runner.status import Health, health
 from krmfn.steps import STEP, UNSTEPPED, index_of
@@ -33,6 +34,8 @@ EXIT_CODES = (
     ("1", "not healthy: a member is not (yet), the last run failed, a run is in progress, no inventory "
           "of that name, or another tool's; or the cluster is unreachable"),
     ("2", "a usage error (no inventory name, unreadable -f/-k input)"),
+    ("130, 143", "interrupted by SIGINT, SIGTERM"),
+    INTERNAL_EXIT_CODE,
 )  # fmt: skip
 EXAMPLES = (
     ("the last run and the live health of the shop app's objects in prod",
@@ -70,6 +73,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-timeout", type=_duration, default=30.0, metavar="DURATION",
                    help="how long one request retries connection errors, 429 and 5xx answers "
                    "(default 30s)")  # fmt: skip
+    p.add_argument(
+        "--timeout",
+        type=_duration,
+        default=0.0,
+        metavar="DURATION",
+        help="bound the whole command, every request in flight included (default: none)",
+    )
     return p
 
 
@@ -112,21 +122,24 @@ def main(argv: list[str]) -> int:
     except RunnerError as err:
         _fail(err)
         return EXIT_USAGE
+    from krmfn.net.budget import Budget
     from krmfn.runner.kube import connect
 
+    budget = Budget(args.timeout)
     try:
-        api = connect(args.kubeconfig, args.context, retry_budget=args.retry_timeout)
+        api = connect(args.kubeconfig, args.context, retry_budget=args.retry_timeout, budget=budget)
     except RunnerError as err:
         _fail(err)
         return EXIT_UNHEALTHY
     try:
-        report = collect(api, name, args.namespace or api.default_namespace)
+        with interruptible(budget):
+            report = collect(api, name, args.namespace or api.default_namespace)
     except RunnerError as err:
         _fail(err)
         return EXIT_UNHEALTHY
     except KeyboardInterrupt:
         _fail("interrupted")
-        return 130
+        return 128 + (budget.signum or signal.SIGINT)
     finally:
         api.close()
     if args.output == "json":

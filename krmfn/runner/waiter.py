@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from krmfn.errors import RunnerError
+from krmfn.numbers import whole
 from krmfn.runner.api import TRANSIENT, Api, ApiStatusError, Resource
 from krmfn.runner.plan import Key
 
@@ -156,6 +157,6 @@ class _Collection:
 
 
 def _version(text: str) -> int | None:
-    """``text`` as a comparable integer, or None. A version comes from the cluster: one longer than any
-    etcd revision is not compared (``int`` refuses over 4,300 digits, which would end the watch)."""
-    return int(text) if len(text) <= 20 and text.isascii() and text.isdigit() else None
+    """``text`` as a comparable integer, or None. A version comes from the cluster: one that is not an
+    etcd revision (an int64) is not compared (``int()`` raises past 4,300 digits: the watch would end)."""
+    return whole(text, 2**63 - 1)

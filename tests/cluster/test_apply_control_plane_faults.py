@@ -17,12 +17,14 @@ from chaos.proxy import FaultProxy
 from lightkube import Client
 from lightkube.resources.core_v1 import Secret
 
+from krmfn.net.ceilings import OBJECT, Ceiling
+from krmfn.net.errors import Unreachable
 from krmfn.runner.applyset import JOB_RECORDS
 from krmfn.runner.engine import Options, Runner
 from krmfn.runner.kube import HttpApi, load_config
 from krmfn.runner.lock import LOCK
 from krmfn.runner.plan import build_plan
-from krmfn.runner.wire import Reply, WireError
+from krmfn.runner.wire import Reply
 
 from .cluster import Cluster
 from .objects import annotations_of
@@ -104,15 +106,15 @@ def test_parent_write_whose_answer_is_lost_is_not_taken_for_a_lost_lock(
     real = api._wire.send
     dropped: list[str] = []
 
-    def send(method: str, target: str, body: bytes | None, headers: Any) -> Reply:
-        reply = real(method, target, body, headers)
+    def send(method: str, target: str, body: bytes | None, headers: Any, ceiling: Ceiling = OBJECT) -> Reply:
+        reply = real(method, target, body, headers, ceiling)
         sent = json.loads(body or b"{}")
         locked = LOCK in ((sent.get("metadata") or {}).get("annotations") or {})
         path = target.partition("?")[0]
         is_parent = method == "PUT" and path.endswith(f"/namespaces/{namespace}/secrets/krmfn")
         if is_parent and not dropped and locked == (lost == "record") and reply.status == 200:
             dropped.append(method)
-            raise WireError("connection reset by peer (the answer was lost)")
+            raise Unreachable("the connection was reset (the answer was lost)")
         return reply
 
     monkeypatch.setattr(api._wire, "send", send)

@@ -5,40 +5,24 @@ object and the expression, and a compile error refused before anything is applie
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from lightkube import ApiError, Client
 from lightkube.generic_resource import create_namespaced_resource
-from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
-from lightkube.types import PatchType
 
 from krmfn.yaml.io import dump_all_fast
 
-from .cluster import wait_until
+from .crds import controller as controller_of
+from .crds import install, open_crd
 from .runner_fixtures import Apply, Doc
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 
 GROUP = "health.test.krmfn.dev"
 Widget = create_namespaced_resource(GROUP, "v1", "Widget", "widgets")
-CRD: Doc = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": f"widgets.{GROUP}"},
-    "spec": {
-        "group": GROUP,
-        "scope": "Namespaced",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-        }],
-    },
-}  # fmt: skip
+CRD = open_crd(GROUP, "Widget", "widgets")
 READY = "status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')"
 FAILED = "status.?phase.orValue('') == 'Failed'"
 IN_PROGRESS = "status.?phase.orValue('') == 'Provisioning'"
@@ -50,26 +34,7 @@ ENTRY = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "inProgress": IN_PROGRES
 @pytest.fixture(scope="module")
 def widgets(kube_client: Client) -> None:
     """The Widget CRD, created once (cluster-scoped, so shared by this module's tests)."""
-    try:
-        kube_client.get(CustomResourceDefinition, CRD["metadata"]["name"])
-    except ApiError:
-        kube_client.create(cast(CustomResourceDefinition, CustomResourceDefinition.from_dict(CRD)))
-
-    def established() -> bool:
-        crd = kube_client.get(CustomResourceDefinition, CRD["metadata"]["name"])
-        conditions = (crd.status.conditions if crd.status else None) or []
-        return any(c.type == "Established" and c.status == "True" for c in conditions)
-
-    wait_until("the Widget CRD established", established, 30)
-    wait_until("Widgets served", lambda: _served(kube_client), 30)
-
-
-def _served(client: Client) -> bool:
-    try:
-        list(client.list(Widget, namespace="default"))
-    except Exception:  # a plain-text 404 until discovery serves the kind
-        return False
-    return True
+    install(kube_client, CRD, Widget)
 
 
 def widget(name: str, **spec: Any) -> Doc:
@@ -87,28 +52,8 @@ def checks_file(tmp_path: Path, *entries: Doc) -> str:
 def controller(kube_client: Client, namespace: str) -> Iterator[Callable[[str, float, Doc], None]]:
     """``controller(name, delay, status)``: writes ``status`` on the Widget ``name`` ``delay`` seconds
     after it appears, as its controller would."""
-    stop = threading.Event()
-    threads: list[threading.Thread] = []
-
-    def drive(name: str, delay: float, status: Doc) -> None:
-        def run() -> None:
-            while not stop.wait(0.05):
-                try:
-                    kube_client.get(Widget, name, namespace=namespace)
-                except ApiError:
-                    continue
-                time.sleep(delay)
-                kube_client.patch(Widget.Status, name, {"status": status}, namespace=namespace,
-                                  patch_type=PatchType.MERGE)  # fmt: skip
-                return
-
-        threads.append(threading.Thread(target=run, daemon=True))
-        threads[-1].start()
-
-    yield drive
-    stop.set()
-    for thread in threads:
-        thread.join(10)
+    with controller_of(kube_client, namespace, Widget) as drive:
+        yield drive
 
 
 def statuses(out: Any, name: str) -> list[tuple[str, str]]:

@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 
 from krmfn.functions.hash_job_names.naming import hashed_name, name_problems_of, spec_hash
 from krmfn.functions.validate_jobs import RULES
 from krmfn.functions.validate_jobs.rules import check
 from krmfn.k8snames import is_subdomain
+from krmfn.net.errors import NetError
 from krmfn.runner.kube import HttpApi, load_config
 
 Doc = dict[str, Any]
@@ -293,22 +293,22 @@ class DryRun:
         """None when the API server accepts ``obj``; else the fields it names (``{"?"}`` when none)."""
         plural = "jobs" if obj["kind"] == "Job" else "cronjobs"
         path = f"/apis/batch/v1/namespaces/{self.namespace}/{plural}"
-        # The raw client: the error's details.causes name the fields, which ApiStatusError leaves out. A
+        # The raw wire: the error's details.causes name the fields, which ApiStatusError leaves out. A
         # dropped connection is retried, as HttpApi retries its own requests.
+        target = f"{path}?dryRun=All&fieldManager=krmfn-tests"
         for attempt in range(3):
             try:
-                response = self.api._http.request(
-                    "POST", path, params={"dryRun": "All", "fieldManager": "krmfn-tests"},
-                    content=json.dumps(obj), headers={"Content-Type": "application/json"},
-                )  # fmt: skip
+                reply = self.api._wire.send(
+                    "POST", target, json.dumps(obj).encode(), {"Content-Type": "application/json"}
+                )
                 break
-            except httpx2.TransportError:
+            except NetError:
                 if attempt == 2:
                     raise
-        if response.status_code < 300:
+        if reply.status < 300:
             return None
-        assert response.status_code in (400, 422), f"{response.status_code}: {response.text}"
-        causes = (response.json().get("details") or {}).get("causes") or []
+        assert reply.status in (400, 422), f"{reply.status}: {bytes(reply.body)!r}"
+        causes = (reply.json().get("details") or {}).get("causes") or []
         return {str(c.get("field")) for c in causes if c.get("field")} or {"?"}
 
 

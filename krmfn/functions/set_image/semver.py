@@ -14,15 +14,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import total_ordering
 
+from krmfn.numbers import whole
+
 _VERSION = re.compile(
     r"v?(\d+)(?:\.(\d+))?(?:\.(\d+))?"
-    r"(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?"
+    r"(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?",
+    re.ASCII,  # digits are 0-9, as in Go: Python's \d also takes Arabic-Indic digits (krmfn.numbers)
 )
 _PART = r"(x|X|\*|\d+)"
 _TERM = re.compile(
     rf"(=|!=|>=|=>|<=|=<|>|<|~>|~|\^)?\s*v?{_PART}(?:\.{_PART})?(?:\.{_PART})?"
-    r"(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?"
+    r"(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?",
+    re.ASCII,
 )
+_MAX = 2**64 - 1  # Masterminds reads each number with strconv.ParseUint(text, 10, 64)
 _HYPHEN = re.compile(r"(\S+)\s+-\s+(\S+)")
 _OP_SPACE = re.compile(r"(=|!=|>=|=>|<=|=<|>|<|~>|~|\^)\s+")
 
@@ -41,7 +46,11 @@ class Version:
 
     def _key(self) -> tuple[int, int, int, int, tuple[tuple[int, int, str], ...]]:
         # No pre-release sorts above every pre-release; numeric identifiers sort below alphanumeric.
-        pre = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in self.prerelease)
+        # A numeric identifier beyond 64 bits compares as text, as Masterminds' ParseUint fails on it.
+        numbers = [whole(p, _MAX) for p in self.prerelease]
+        pre = tuple(
+            (0, n, "") if n is not None else (1, 0, p) for p, n in zip(self.prerelease, numbers, strict=True)
+        )
         return (self.major, self.minor, self.patch, 0 if self.prerelease else 1, pre)
 
     def __lt__(self, other: object) -> bool:
@@ -60,7 +69,10 @@ def parse_version(text: str) -> Version | None:
     if not found:
         return None
     major, minor, patch, pre, _ = found.groups()
-    return Version(int(major), int(minor or 0), int(patch or 0), tuple(pre.split(".")) if pre else ())
+    numbers = [whole(part or "0", _MAX) for part in (major, minor, patch)]
+    if numbers[0] is None or numbers[1] is None or numbers[2] is None:
+        return None  # beyond 64 bits: not a version, as Masterminds' ParseUint says
+    return Version(numbers[0], numbers[1], numbers[2], tuple(pre.split(".")) if pre else ())
 
 
 Check = Callable[[Version], bool]
@@ -105,12 +117,17 @@ def parse_constraint(text: str) -> Constraint:
     return Constraint(text, tuple(groups))
 
 
-def _term(term: str, whole: str) -> tuple[Check, bool]:
+def _term(term: str, constraint: str) -> tuple[Check, bool]:
     found = _TERM.fullmatch(term)
     if not found:
-        raise SemverError(f"cannot read {term!r} in constraint {whole!r}")
+        raise SemverError(f"cannot read {term!r} in constraint {constraint!r}")
     op, *raw_parts, pre = found.groups()
-    parts = [None if p is None or p in "xX*" else int(p) for p in raw_parts]
+    parts: list[int | None] = []
+    for part in raw_parts:
+        number = None if part is None or part in "xX*" else whole(part, _MAX)
+        if number is None and part is not None and part not in "xX*":
+            raise SemverError(f"a number beyond 64 bits in {term!r}")
+        parts.append(number)
     known = next((i for i, p in enumerate(parts) if p is None), 3)
     if known < 3 and any(p is not None for p in parts[known:]):
         raise SemverError(f"a number after a wildcard in {term!r}")

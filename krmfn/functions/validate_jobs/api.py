@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from krmfn.k8snames import is_label, is_subdomain
+from krmfn.numbers import whole
 from krmfn.records import FrozenRecord
 
 RULE = "api-invalid"
@@ -28,6 +29,7 @@ MAX_POLICY_RULES = 20
 MAX_EXIT_CODES = 255
 MAX_POD_CONDITIONS = 20
 MAX_MANAGED_BY = 63
+_INDEX_MAX = 2**63 - 1  # strconv.Atoi's int; a completion index above any completions is "too large"
 MAX_SUCCEEDED_INDEXES = 64 * 1024
 MAX_SUCCESS_RULES = 20
 ACTIONS = ("Count", "FailIndex", "FailJob", "Ignore")
@@ -434,10 +436,9 @@ def indexes_count(text: str, completions: int) -> tuple[int, str]:
         return 0, ""
     for part in text.split(","):
         low_text, dash, high_text = part.partition("-")
-        try:
-            low = int(low_text) if low_text.isdigit() else int("x")
-            high = (int(high_text) if high_text.isdigit() else int("x")) if dash else low
-        except ValueError:
+        low = whole(low_text, _INDEX_MAX)
+        high = whole(high_text, _INDEX_MAX) if dash else low
+        if low is None or high is None:
             return total, f'cannot convert string to integer for index: "{part}"'
         if high < low:
             return total, f"non-increasing order, previous: {low}, current: {high}"

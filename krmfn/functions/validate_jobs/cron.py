@@ -11,12 +11,13 @@ import re
 
 from krmfn.duration import parse_duration
 from krmfn.functions.validate_jobs.timezones import zone_problem
+from krmfn.numbers import whole
 from krmfn.records import FrozenRecord
 
 DESCRIPTORS = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
 _EVERY = "@every "
-_INT = re.compile(r"^[+-]?[0-9]+$")
-_INT_RANGE = range(-(2**63), 2**63)  # Go's int on 64-bit platforms
+_INT = re.compile(r"[+-]?[0-9]+")
+_INT_RANGE = (-(2**63), 2**63 - 1)  # Go's int on 64-bit platforms
 
 
 class Bounds(FrozenRecord):
@@ -125,12 +126,12 @@ def _int_or_name(text: str, names: dict[str, int]) -> int:
 
 
 def _int(text: str) -> int:
-    if not _INT.match(text):
+    if not _INT.fullmatch(text):
         raise ScheduleError(
             f'failed to parse int from {text}: strconv.Atoi: parsing "{text}": invalid syntax'
         )
-    value = int(text)
-    if value not in _INT_RANGE:
+    value = whole(text, _INT_RANGE[1], low=_INT_RANGE[0], sign=True)
+    if value is None:
         raise ScheduleError(
             f'failed to parse int from {text}: strconv.Atoi: parsing "{text}": value out of range'
         )
