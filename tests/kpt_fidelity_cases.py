@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from covering import Row, pairwise, product
+from kustomize_trees import KINDS
 
 FUNCTIONS = (
     "render-inputs",
@@ -348,15 +349,6 @@ def _single_quoted(text: str) -> str:
 
 # --- each function's config ------------------------------------------------------------------------------
 
-KINDS = {
-    "render-inputs": "RenderInputs",
-    "set-image": "SetImage",
-    "set-config-checksum": "SetConfigChecksum",
-    "hash-job-names": "HashJobNames",
-    "set-steps": "SetSteps",
-    "validate-jobs": "ValidateJobs",
-    "render": "Render",
-}
 INPUTS = {"release": "v1.5", "greeting": "hello"}
 IMAGE_OLD, IMAGE_NEW = "ghcr.io/acme/web:1.0", "ghcr.io/acme/web:2.0"
 STEPS = [

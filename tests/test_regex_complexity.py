@@ -35,8 +35,8 @@ import pytest
 
 import krmfn
 from krmfn.net.errors import Malformed
-from krmfn.patterns import Deferred
 from krmfn.net.headers import challenges, links, next_link
+from krmfn.patterns import Deferred
 
 ROOT = Path(__file__).resolve().parent.parent
 ALPHABET = [chr(i) for i in range(0x250)] + list("\u0130\u017f\u212a\u202e\u200b\u3000\U0001f600")
