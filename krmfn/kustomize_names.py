@@ -29,6 +29,7 @@ computed in a pipe after the build.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -201,6 +202,26 @@ def _walk(node: Any, parts: list[str], target: Target, at: str) -> Iterator[Name
     yield from _walk(node[parts[0]], parts[1:], target, field)
 
 
+_INDEX = re.compile(r"\[\d+\]")
+_REWRITTEN: dict[str, frozenset[str]] = {
+    kind: frozenset(
+        ".".join([*prefix.split("/"), *path.split("/")])
+        for target in targets
+        for path in _POD_SPEC_FIELDS[target]
+    )
+    for kind, (prefix, targets) in _POD_SPECS.items()
+}
+
+
+def rewrites(obj: Obj, field: str) -> bool:
+    """Whether kustomize rewrites the name at ``field`` of ``obj`` (a dotted path with list indices, as
+    ``NameField.field``): ``field in rewritten_fields(obj)`` without walking the object."""
+    kind = str(obj.get("kind", ""))
+    if kind == "Pod" and obj.get("apiVersion") != "v1":
+        return False
+    return _INDEX.sub("", field) in _REWRITTEN.get(kind, frozenset())
+
+
 def rewritten_fields(obj: Obj) -> frozenset[str]:
     """The dotted paths of ``name_fields(obj)``: a reference elsewhere keeps the name it was written with."""
     return frozenset(f.field for f in name_fields(obj))
@@ -303,9 +324,25 @@ def final_name(obj: Obj) -> str:
     return name
 
 
+_HASH_SUFFIX = re.compile(r"-[2456789bcdfghkmt]{10}$")
+"""What kustomize's generators append: ``-`` and 10 characters of a sha256 in hex, with 0, 1, 3, a and e
+written g, h, k, m and t (``kustomize_hash``)."""
+
+
+def name_before_hash(obj: Obj) -> str:
+    """The name of a ConfigMap or Secret without the hash a kustomize generator appended to it: after
+    the build that suffix is all the stream tells of the generator (its earlier names are gone), and it
+    changes with every change of the content. Any other object's name as it is."""
+    name = ref_of(obj).name
+    if obj.get("kind") in ("ConfigMap", "Secret") and obj.get("apiVersion") == "v1":
+        return _HASH_SUFFIX.sub("", name) or name
+    return name
+
+
 def names_of(obj: Obj) -> list[str]:
-    """Every name ``obj`` has had or will have: earlier names, the current one, the final one."""
-    found = [i.name for i in previous_ids(obj)] + [ref_of(obj).name, final_name(obj)]
+    """Every name ``obj`` has had or will have: earlier names, the current one, the final one, and the
+    name before a generator's hash (the same inside a build and in a pipe after it)."""
+    found = [i.name for i in previous_ids(obj)] + [ref_of(obj).name, final_name(obj), name_before_hash(obj)]
     return list(dict.fromkeys(n for n in found if n))
 
 
@@ -350,7 +387,9 @@ class Names:
         self._items = [o for o in items if isinstance(o, dict) and isinstance(o.get("kind"), str)]
         # Objects kustomize will rename by reference: renamed before, or about to get a hash suffix
         # (the hash transformer records the pre-hash name as a previous one).
-        self._renamed: list[tuple[Obj, list[Id]]] = []
+        self._renamed: dict[str, list[tuple[Obj, list[Id]]]] = {}
+        """By every earlier name: a reference looks at the objects that had its name, not at all of them
+        (every object of an overlay with a namePrefix is renamed)."""
         self._final: dict[tuple[str, str, str], list[Obj]] = {}
         for obj in self._items:
             ref = ref_of(obj)
@@ -358,7 +397,8 @@ class Names:
             if needs_hash_suffix(obj):
                 earlier = [*earlier, Id(ref.kind, ref.name, ref.namespace or DEFAULT_NAMESPACE)]
             if earlier:
-                self._renamed.append((obj, earlier))
+                for name in dict.fromkeys(i.name for i in earlier):
+                    self._renamed.setdefault(name, []).append((obj, earlier))
             key = (ref.kind, _namespace_of(obj), final_name(obj))
             self._final.setdefault(key, []).append(obj)
 
@@ -389,9 +429,8 @@ class Names:
         # with an earlier identity of that name and one of the target's kind.
         candidates = [
             obj
-            for obj, earlier in self._renamed
+            for obj, earlier in self._renamed.get(name, ())
             if (here == _CLUSTER or _namespace_of(obj) in (_CLUSTER, here))
-            and any(i.name == name for i in earlier)
             and any(target.selects(str(obj.get("apiVersion", "")), i.kind) for i in earlier)
         ]
         if len(candidates) == 1:

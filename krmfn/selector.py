@@ -4,7 +4,9 @@ Within one selector every given field must match (AND); a list of selectors matc
 ``exclude`` removes what its selectors match. ``name`` also matches a hashed Job by its base name
 (``krmfn.dev/job-base-name``), so config written before hash-job-names keeps working, and any name an
 object had before a kustomize overlay renamed it (``internal.config.kubernetes.io/previousNames``), so
-config written against a base keeps working in the overlay.
+config written against a base keeps working in the overlay, and a generated ConfigMap's or Secret's name
+without the hash kustomize appended (in a pipe after the build the previous names are gone, that suffix
+is still recognisable).
 """
 
 from __future__ import annotations

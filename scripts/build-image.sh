@@ -60,32 +60,11 @@ fi
 exec 9>"$KRMFN_CACHE/image-build.lock"
 flock 9
 
-# The base: python3 and CA certificates (set-image's registry lookups) on a minimal Debian, merged
-# /usr without the usrmerge package (it pulls in perl), no manuals, docs or translations.
-base_recipe=(
-  mmdebstrap --quiet --variant=minbase --include=python3,ca-certificates
-  --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr
-  --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*'
-  --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/doc/*'
-  --dpkgopt='path-include=/usr/share/doc/*/copyright'
-  --format=tar "$SUITE" -
-)
-[ -z "${KRMFN_DEBIAN_MIRROR:-}" ] || base_recipe+=("$KRMFN_DEBIAN_MIRROR")
-base="${PREFIX}python-base:$SUITE-$(printf '%s\n' "${base_recipe[@]}" | sha256sum | cut -c1-12)"
-if ! podman image exists "$base"; then
-  echo "building $base from Debian packages..." >&2
-  start=$SECONDS
-  tarball="$KRMFN_CACHE/python-base.tar"
-  # Into a file first: a failed mmdebstrap must not leave a truncated base behind a valid tag.
-  if ! "${base_recipe[@]}" > "$tarball" 2> "$KRMFN_CACHE/python-base.log"; then
-    tail -n 20 "$KRMFN_CACHE/python-base.log" >&2
-    echo "error: mmdebstrap failed (log: $KRMFN_CACHE/python-base.log)" >&2
-    exit 1
-  fi
-  podman import --quiet --change 'CMD ["python3"]' "$tarball" "$base" >/dev/null
-  rm -f "$tarball"
-  echo "built $base in $((SECONDS - start))s" >&2
-fi
+# The base: python3 and CA certificates (set-image's registry lookups) on a minimal Debian.
+. scripts/debian-image.sh
+debian_recipe "$SUITE" python3,ca-certificates
+base="${PREFIX}python-base:$SUITE-$(debian_recipe_hash)"
+debian_import "$base" python-base --change 'CMD ["python3"]'
 
 source_hash=$(
   {

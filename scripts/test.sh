@@ -29,6 +29,12 @@ fi
 # installs the engine as root (podman, runc, podman-docker, mmdebstrap), like the registry above; the
 # images are cached by content, so an unchanged checkout spends seconds here.
 bash scripts/build-image.sh >/dev/null
+# The real node of tests/cluster/node.py: scripts/install-containerd.sh installs Debian's containerd, runc,
+# CNI plugins and nftables as root, like the registry above; its kubelet and kube-proxy come from
+# tests/cluster/build.sh, its images (PostgreSQL, the demo app, pause) from Debian's packages, cached by
+# content. Its tests run containerd and the kubelet as root; run as another user, they fail and say so.
+bash scripts/install-containerd.sh
+[ "$(id -u)" != 0 ] || bash tests/cluster/images/build.sh >/dev/null
 command -v kpt >/dev/null || { echo "error: kpt is required for the e2e tests (preinstalled on these machines)" >&2; exit 1; }
 
 bash tests/goyaml/build.sh >/dev/null  # the Go YAML readers of tests/test_yaml_types.py, into the cache

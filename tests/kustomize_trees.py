@@ -52,6 +52,23 @@ def fn_config(function: str, **fields: Any) -> dict[str, Any]:
     }
 
 
+def deployment(name: str, config_map: str, image: str = "x", **meta: Any) -> dict[str, Any]:
+    """A Deployment ``name`` whose one container reads ConfigMap ``config_map`` (envFrom)."""
+    env_from = [{"configMapRef": {"name": config_map}}]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, **meta},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "w", "image": image, "envFrom": env_from}]},
+            },
+        },
+    }
+
+
 def fn_files(functions: tuple[str, ...] = CHAIN) -> dict[str, dict[str, Any]]:
     return {f"fn-{name}.yaml": fn_config(name) for name in functions}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kustomize_trees import by_kind_name, fn_files, kustomize, normalized, one, pipe, write_tree
+from kustomize_trees import by_kind_name, deployment, fn_files, kustomize, normalized, one, pipe, write_tree
 
 from krmfn.functions.hash_job_names.naming import unhashed
 from krmfn.kustomize_names import (
@@ -135,22 +135,7 @@ def test_unhashed_removes_the_hash_wherever_affixes_were_added(name: str, record
 def _base(target_literal: str = "v1") -> dict[str, Any]:
     migrate = job("migrate", "migrate-config", "plain", namespace="")
     del migrate["metadata"]["namespace"], migrate["metadata"]["annotations"]
-    web = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web"},
-        "spec": {
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {
-                    "containers": [
-                        {"name": "w", "image": "x", "envFrom": [{"configMapRef": {"name": "plain"}}]}
-                    ]
-                },
-            },
-        },
-    }
+    web = deployment("web", "plain")
     account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "runner"}}
     return {
         "base/kustomization.yaml": {"resources": ["job.yaml", "plain.yaml"]},
@@ -233,3 +218,34 @@ def test_selectors_match_a_name_an_overlay_renamed() -> None:
     assert Selector(name="migrate").matches(prefixed)
     assert Selector(name="prod-migrate").matches(prefixed)
     assert not Selector(name="other").matches(prefixed)
+
+
+def test_rewrites_agrees_with_the_fields_kustomize_rewrites() -> None:
+    """``rewrites(obj, field)`` is ``field in rewritten_fields(obj)`` without the walk, for every reference
+    a pod template makes (krmfn/podtemplates.py) in every workload kind, and for the deprecated
+    ``serviceAccount`` field and ephemeral containers, which kustomize leaves alone."""
+    from test_set_steps_ordering import USES, WORKLOADS, _copy, workload
+
+    from krmfn.kustomize_names import rewrites, rewritten_fields
+    from krmfn.podtemplates import pod_templates, pod_uses
+
+    extra = {"serviceAccount": "old", "ephemeralContainers": [{"name": "e", "envFrom": [
+        {"configMapRef": {"name": "x"}}]}]}  # fmt: skip
+    objs = [workload(kind, {**_copy(spec), **_copy(more)})
+            for kind in WORKLOADS for _, spec, _ in USES.values() for more in ({}, extra)]  # fmt: skip
+    pod_v2 = workload("Pod", _copy(extra))
+    pod_v2["apiVersion"] = "v2"
+    sets = {"spec": {"template": {"spec": {"serviceAccountName": "a"}}}, "template": {"spec": {
+        "containers": [{"name": "c", "envFrom": [{"configMapRef": {"name": "c"}}]}]}}}  # fmt: skip
+    objs += [
+        pod_v2,
+        *({"apiVersion": "v1", "kind": k, **_copy(sets)} for k in ("ReplicationController", "PodTemplate")),
+    ]
+    objs.append({"apiVersion": "apps/v1", "kind": "ReplicaSet", **_copy(sets)})
+    checked = 0
+    for obj in objs:
+        paths = [u.field for t in pod_templates(obj) for u in pod_uses(t, "")]
+        for field in paths:
+            assert rewrites(obj, field) == (field in rewritten_fields(obj)), (obj["kind"], field)
+            checked += 1
+    assert checked > 200

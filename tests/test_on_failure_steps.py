@@ -70,9 +70,10 @@ def test_set_steps_marks_the_on_failure_steps() -> None:
 
 def test_set_steps_moves_an_object_out_of_an_on_failure_step() -> None:
     before = rendered()
-    code, items, _ = set_steps(
-        before, onFailure=[{"name": "notify", "selectors": [{"kind": "Job", "name": "x"}]}]
-    )
+    changed = [{"name": "notify", "selectors": [{"kind": "Job", "name": "x"}]}]
+    code, _, errors = set_steps(before, onFailure=changed)
+    assert code == 1 and "this selector matches no resource, so the step has no resources" in errors[0]
+    code, items, _ = set_steps(before, onFailure=changed, unmatchedSelectors="warning")  # it is meant
     assert code == 0
     moved = next(i for i in items if i["metadata"]["name"] == "notify")
     assert "krmfn.dev/on-failure" not in notes(moved) and notes(moved)["krmfn.dev/step"] == "deploy"
@@ -96,7 +97,8 @@ def test_set_steps_refuses_bad_on_failure_configs(config: Doc, message: str) -> 
 
 
 def test_a_pin_can_name_an_on_failure_step() -> None:
-    code, items, _ = set_steps([obj("Job", "other", **{"krmfn.dev/step-pin": "restore"})])
+    pinned = [obj("Job", "other", **{"krmfn.dev/step-pin": "restore"})]
+    code, items, _ = set_steps(pinned, unmatchedSelectors="warning")  # the other steps stay empty
     assert code == 0 and notes(items[0])["krmfn.dev/on-failure"] == "true"
 
 

@@ -261,3 +261,37 @@ def test_colour_only_on_a_terminal_and_never_under_no_color(monkeypatch: Any) ->
     assert _colour(io.StringIO()) is False
     monkeypatch.setenv("NO_COLOR", "1")
     assert _colour(_Tty()) is False
+
+
+def test_what_a_dry_run_invents_for_a_new_object_is_left_out_and_what_was_rendered_kept() -> None:
+    """Shapes as kube-apiserver v1.35 answers a dry-run create (tests/cluster/test_diff_status.py runs it)."""
+    from krmfn.runner.diff import without_invented
+
+    uid = "273366c1-3535-4456-a19d-8a189b6c6200"
+    ids = {"batch.kubernetes.io/controller-uid": uid, "controller-uid": uid}
+    names = {"batch.kubernetes.io/job-name": "j", "job-name": "j"}
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "j", "uid": uid, "labels": {**ids, **names}},
+           "spec": {"selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}},
+                    "template": {"metadata": {"labels": {**ids, **names}}, "spec": {}}}}  # fmt: skip
+    assert without_invented(job, {"kind": "Job"}) == {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "labels": names},
+        "spec": {"template": {"metadata": {"labels": names}, "spec": {}}},
+    }  # fmt: skip
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "uid": uid},
+               "spec": {"type": "LoadBalancer", "clusterIP": "10.96.0.0", "clusterIPs": ["10.96.0.0"],
+                        "healthCheckNodePort": 32770,
+                        "ports": [{"port": 80, "nodePort": 32769}, {"port": 81, "nodePort": 30081}]},
+               }  # fmt: skip
+    rendered = {"spec": {"type": "LoadBalancer", "ports": [{"port": 80}, {"port": 81, "nodePort": 30081}]}}
+    assert without_invented(service, rendered)["spec"] == {
+        "type": "LoadBalancer", "ports": [{"port": 80}, {"port": 81, "nodePort": 30081}]
+    }  # fmt: skip
+    assert without_invented(service, {"spec": {"clusterIP": "10.96.0.0"}})["spec"]["clusterIP"] == "10.96.0.0"
+    mount = {"name": "kube-api-access-mwgrk", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": uid},
+           "spec": {"containers": [{"name": "m", "volumeMounts": [mount]}],
+                    "volumes": [{"name": "kube-api-access-mwgrk", "projected": {}}]}}  # fmt: skip
+    assert without_invented(pod, {"spec": {"containers": [{"name": "m"}]}})["spec"] == {
+        "containers": [{"name": "m"}]
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -387,3 +388,32 @@ def test_a_wrong_type_reads_as_absent(kind: str, status: dict[str, Any]) -> None
     obj = {"apiVersion": group, "kind": kind, "metadata": {"generation": 2}, "spec": {"replicas": "3"},
            "status": status}  # fmt: skip
     assert health(obj).state in ("current", "in-progress")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    counted=st.dictionaries(st.sampled_from(["active", "succeeded", "failed"]), st.integers(0, 3)),
+    uncounted=st.dictionaries(st.sampled_from(["succeeded", "failed"]), st.integers(0, 3)),
+    condition=st.sampled_from([None, "Complete", "SuccessCriteriaMet"]),
+)
+def test_job_counts_include_the_pods_the_controller_has_not_counted_yet(
+    counted: dict[str, int], uncounted: dict[str, int], condition: str | None
+) -> None:
+    """Issue 34: the Job controller writes SuccessCriteriaMet in the update that lists the finished pod in
+    status.uncountedTerminatedPods, before status.succeeded counts it: the message said "0 succeeded"."""
+    status: dict[str, Any] = dict(counted)
+    status["uncountedTerminatedPods"] = {k: [f"uid-{k}-{i}" for i in range(n)] for k, n in uncounted.items()}
+    found = health(job(*([cond(condition)] if condition else []), **status))
+    pods = {k: counted.get(k, 0) + uncounted.get(k, 0) for k in ("active", "succeeded", "failed")}
+    if condition is not None:
+        assert f"({pods['succeeded']} succeeded)" in found.message, found
+        return
+    shown = {
+        word: int(number) for number, word in re.findall(r"(\d+) (active|succeeded|failed)", found.message)
+    }
+    assert shown == {k: n for k, n in pods.items() if n}, found
+
+
+def test_a_job_that_met_its_criteria_counts_its_uncounted_pod() -> None:
+    found = health(job(cond("SuccessCriteriaMet"), uncountedTerminatedPods={"succeeded": ["uid-1"]}))
+    assert found.message == "success criteria met (1 succeeded); remaining pods stopping"

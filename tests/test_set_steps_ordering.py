@@ -146,6 +146,58 @@ def test_pod_template_using_an_object_of_a_later_step_is_an_error_naming_both(
     assert "krmfn.dev/step" not in items[0]["metadata"]["annotations"]  # all or nothing: nothing written
 
 
+# What kustomize leaves on an object its overlay renamed, as the functions see it inside the build: the
+# pod template still says `needed` (kustomize fixes references last), the object is already renamed.
+RENAMES = {
+    "namePrefix": ("prod-needed", {"prefixes": "prod-", "previousNames": "needed"}),
+    "nameSuffix": ("needed-eu", {"suffixes": "-eu", "previousNames": "needed"}),
+    "two-overlays": ("prod-eu-needed", {"prefixes": "eu-,prod-", "previousNames": "needed,eu-needed"}),
+    "generator": ("needed", {"needsHashSuffix": "enabled"}),
+    "generator-and-prefix": ("prod-needed", {"needsHashSuffix": "enabled", "prefixes": "prod-",
+                                             "previousNames": "needed"}),
+}  # fmt: skip
+
+
+def renamed(kind: str, how: str) -> Doc:
+    name, notes = RENAMES[how]
+    annotations = {f"internal.config.kubernetes.io/{k}": v for k, v in notes.items()}
+    if "previousNames" in notes:
+        count = len(notes["previousNames"].split(","))
+        annotations["internal.config.kubernetes.io/previousKinds"] = ",".join([kind] * count)
+        annotations["internal.config.kubernetes.io/previousNamespaces"] = ",".join(["apps"] * count)
+    meta = {"name": name, "namespace": "apps", "annotations": annotations}
+    return {"apiVersion": "v1", "kind": kind, "metadata": meta}
+
+
+RENAMED_LAYOUTS = [
+    pytest.param(kind, use, how, id=f"{kind}-{use}-{how}")
+    for kind, use, how in itertools.product(WORKLOADS, USES, RENAMES)
+    if not how.startswith("generator") or USES[use][0] in ("ConfigMap", "Secret")  # what generators make
+]
+
+
+@pytest.mark.parametrize(("kind", "use", "how"), RENAMED_LAYOUTS)
+def test_inside_a_kustomize_build_a_renamed_object_is_found_as_kustomize_will_find_it(
+    kind: str, use: str, how: str
+) -> None:
+    """Issue 34: under namePrefix the check compared `needed` with `prod-needed` and passed."""
+    needed_kind, pod_spec, _ = USES[use]
+    needed = renamed(needed_kind, how)
+    user = workload(kind, _copy(pod_spec))
+    user["metadata"]["annotations"] = {
+        "internal.config.kubernetes.io/prefixes": RENAMES[how][1].get("prefixes", ""),
+        "internal.config.kubernetes.io/suffixes": RENAMES[how][1].get("suffixes", ""),
+    }
+    code, _, results = run([pinned(user, "first"), pinned(needed, "second")])
+    assert code == 1
+    assert [m.split(":")[0] for m in errors(results)] == [
+        f"in step 'first', but its pod template uses {needed_kind} apps/{needed['metadata']['name']}, in the "
+        "later step 'second'"
+    ]
+    code, _, results = run([pinned(user, "second"), pinned(needed, "first")])
+    assert code == 0, errors(results)
+
+
 @pytest.mark.parametrize("use", [u for u, (_, _, optional) in USES.items() if optional])
 def test_an_optional_reference_does_not_block_a_pod_and_is_not_reported(use: str) -> None:
     needed_kind, pod_spec, _ = USES[use]
@@ -206,40 +258,142 @@ def test_a_custom_resource_before_its_crd_is_an_error_and_a_cluster_scoped_one_i
     assert code == 0, errors(results)
 
 
-def test_a_selector_that_matches_nothing_warns_with_the_names_it_may_have_meant() -> None:
+def test_a_selector_that_matches_nothing_names_what_it_may_mean_and_a_selector_that_lasts() -> None:
     jobs = [
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": "prod-db-migration", "namespace": "a"},
-        },
-        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "cache-warmup", "namespace": "a"}},
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "db-migration-config", "namespace": "a"},
-        },
-    ]
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+            "name": "prod-db-migration-5c3f1a2b", "namespace": "a", "labels": {"app": "migrate", "tier": "x"},
+            "annotations": {"krmfn.dev/job-base-name": "prod-db-migration"}}},
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "cache-warmup", "namespace": "a",
+                                                               "labels": {"tier": "x"}}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "db-migration-config-89g4tffbfk",
+                                                               "namespace": "a"}},
+    ]  # fmt: skip
     cfg = config(defaultStep="second")
     cfg["steps"][0]["selectors"] = [
         {"kind": "Job", "name": "db-migration"},
         {"kind": "Job", "name": "cache-warmup"},
     ]
-    cfg["steps"][2]["selectors"] = [{"name": "cache-warmpu"}, {"kind": "Secret", "name": "nothing-like-it"}]
+    cfg["steps"][2]["selectors"] = [
+        {"name": "cache-warmpu"},
+        {"kind": "Secret", "name": "nothing-like-it"},
+        {"kind": "ConfigMap", "name": "db-migration-config"},  # a generator's hash is seen through
+    ]
     code, _, results = run(jobs, cfg)
-    warnings = [
-        (r["field"]["path"], r["message"])
+    found = [
+        (r["severity"], r["field"]["path"], r["message"])
         for r in results
         if "selectors" in r.get("field", {}).get("path", "")
     ]
-    assert code == 0
-    assert warnings == [
-        ("functionConfig.steps[0].selectors[0]",
-         "step 'first': this selector matches no resource; names it may mean: Job a/prod-db-migration"),
-        ("functionConfig.steps[2].selectors[0]",
-         "step 'third': this selector matches no resource; names it may mean: Job a/cache-warmup"),
-        ("functionConfig.steps[2].selectors[1]", "step 'third': this selector matches no resource"),
+    assert code == 1
+    assert found == [
+        ("error", "functionConfig.steps[0].selectors[0]",
+         "step 'first': this selector matches no resource, so Job a/prod-db-migration-5c3f1a2b falls to the "
+         "later step 'second'; it may mean Job a/prod-db-migration-5c3f1a2b: select {kind: Job, name: "
+         "prod-db-migration} or {kind: Job, labels: {app: migrate}}; to accept this, set "
+         "unmatchedSelectors: warning"),
+        ("warning", "functionConfig.steps[2].selectors[0]",
+         "step 'third': this selector matches no resource; it may mean Job a/cache-warmup: select "
+         "{name: cache-warmup}"),
+        ("warning", "functionConfig.steps[2].selectors[1]",
+         "step 'third': this selector matches no resource"),
     ]  # fmt: skip
+    cfg["unmatchedSelectors"] = "warning"
+    code, items, results = run(jobs, cfg)
+    assert code == 0, errors(results)
+    assert [r["severity"] for r in results if "selectors" in r.get("field", {}).get("path", "")] == [
+        "warning"
+    ] * 3
+    assert items[0]["metadata"]["annotations"]["krmfn.dev/step"] == "second"
+
+
+def _object(kind: str, name: str, step: str | None = None, **labels: str) -> Doc:
+    api_version = {"Job": "batch/v1", "Deployment": "apps/v1"}.get(kind, "v1")
+    doc: Doc = {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": "a"}}
+    if labels:
+        doc["metadata"]["labels"] = labels
+    return pinned(doc, step) if step else doc
+
+
+# (what the stream holds, the selectors of step 'first' (defaultStep 'second'), the severity expected)
+UNMATCHED = {
+    "step-left-empty": ([_object("ConfigMap", "settings")], [{"kind": "Job", "name": "migrate"}], "error"),
+    "kind-left-to-a-later-step": (
+        [_object("Job", "prod-migrate"), _object("ConfigMap", "settings")],
+        [{"kind": "Job", "name": "migrate"}, {"kind": "ConfigMap"}], "error"),
+    "kindless-name-left-to-a-later-step": (
+        [_object("Job", "prod-migrate"), _object("ConfigMap", "settings")],
+        [{"name": "migrate"}, {"kind": "ConfigMap"}], "error"),
+    "kind-pinned-later-on-purpose": (
+        [_object("Job", "other", "third"), _object("ConfigMap", "settings")],
+        [{"kind": "Job", "name": "migrate"}, {"kind": "ConfigMap"}], "warning"),
+    "kind-placed-later-by-its-own-selector": (
+        [_object("Job", "warmup", None, role="warmup"), _object("ConfigMap", "settings")],
+        [{"kind": "Job", "name": "migrate"}, {"kind": "ConfigMap"}], "warning"),
+    "kind-in-an-earlier-step": (
+        [_object("Job", "prod-migrate", "first"), _object("ConfigMap", "settings")],
+        [{"kind": "ConfigMap", "name": "config"}, {"kind": "ConfigMap"}], "warning"),
+    "nothing-of-its-kind": (
+        [_object("ConfigMap", "settings")], [{"kind": "Secret", "name": "s"}, {"kind": "ConfigMap"}],
+        "warning"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", UNMATCHED)
+@pytest.mark.parametrize("where", ["steps", "onFailure"])
+def test_an_unmatched_selector_is_an_error_when_the_order_the_config_asks_for_is_lost(
+    case: str, where: str
+) -> None:
+    items, selectors, severity = UNMATCHED[case]
+    cfg = config(defaultStep="second")
+    if any(i["metadata"].get("labels") for i in items):
+        cfg["steps"][2]["selectors"] = [{"kind": "Job", "labels": {"role": "warmup"}}]
+    if where == "steps":
+        cfg["steps"][0]["selectors"] = selectors
+    else:  # the same as an onFailure step after the steps
+        cfg["onFailure"] = [{"name": "first-failure", "selectors": selectors}]
+        if severity == "error" and case != "step-left-empty":
+            severity = "warning"  # what falls to a step of the run is earlier than any onFailure step
+        if case == "kind-in-an-earlier-step":
+            items = [_object("Job", "prod-migrate", "second"), items[1]]
+    code, _, results = run(_copy(items), cfg)
+    prefix = "functionConfig.steps[0]" if where == "steps" else "functionConfig.onFailure[0]"
+    found = [r for r in results if r.get("field", {}).get("path", "") == f"{prefix}.selectors[0]"]
+    assert [r["severity"] for r in found] == [severity], results
+    assert code == (1 if severity == "error" else 0), errors(results)
+    if severity == "error":
+        cfg = _copy(cfg)
+        cfg["unmatchedSelectors"] = "warning"
+        code, _, results = run(_copy(items), cfg)
+        assert code == 0, errors(results)
+
+
+def test_a_suggestion_never_names_a_hash_and_names_each_object_once() -> None:
+    """The pipe after a build: every name is final; the suggestion is the name the next release keeps."""
+    job = _object("Job", "prod-db-migrate-eu-0a1b2c3d")
+    job["metadata"]["annotations"] = {"krmfn.dev/job-base-name": "prod-db-migrate-eu"}
+    config_map = _object("ConfigMap", "prod-web-config-eu-89g4tffbfk")
+    cfg = config(defaultStep="second")
+    cfg["steps"][0]["selectors"] = [{"kind": "Job", "name": "db-migrate"}, {"name": "web-config"}]
+    code, _, results = run([job, config_map], cfg)
+    messages = [r["message"] for r in results if r["severity"] == "error"]
+    assert code == 1
+    assert messages == [
+        "step 'first': this selector matches no resource, so the step has no resources and Job "
+        "a/prod-db-migrate-eu-0a1b2c3d falls to the later step 'second'; it may mean Job "
+        "a/prod-db-migrate-eu-0a1b2c3d: select {kind: Job, name: prod-db-migrate-eu}; to accept this, set "
+        "unmatchedSelectors: warning",
+        "step 'first': this selector matches no resource, so the step has no resources and ConfigMap "
+        "a/prod-web-config-eu-89g4tffbfk falls to the later step 'second'; it may mean ConfigMap "
+        "a/prod-web-config-eu-89g4tffbfk: select {name: prod-web-config-eu}; to accept this, set "
+        "unmatchedSelectors: warning",
+    ]
+    cfg["steps"][0]["selectors"] = [
+        {"kind": "Job", "name": "prod-db-migrate-eu"},
+        {"name": "prod-web-config-eu"},
+    ]
+    code, items, results = run([job, config_map], cfg)
+    assert code == 0, errors(results)
+    assert [i["metadata"]["annotations"]["krmfn.dev/step"] for i in items] == ["first", "first"]
 
 
 # --- set-steps' own annotations follow the config; a user's pin stays --------------------------------------

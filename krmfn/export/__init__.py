@@ -77,6 +77,12 @@ def _parser() -> argparse.ArgumentParser:
         help="rendered manifests; a directory is read recursively, as krmfn apply reads it; repeatable",
     )
     common.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    common.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="accept an input without objects (refused by default: a failed render gives one); the engine "
+        "then deletes what it applied before",
+    )
     rset = commands.add_parser(
         "resourceset",
         parents=[common],
@@ -125,7 +131,7 @@ def main(argv: list[str]) -> int:
     except SystemExit as stop:  # --help, or a usage error already printed by argparse
         return stop.code if isinstance(stop.code, int) else 2
     try:
-        steps = group(read_sources(args.filename))
+        steps = group(read_sources(args.filename), args.filename, args.allow_empty)
         engine = "the Flux Operator" if args.engine == "resourceset" else "Argo CD"
         for step in steps.steps + steps.on_failure:
             for obj in step.items:

@@ -77,7 +77,10 @@ def build(
     if service_account:
         spec["serviceAccountName"] = service_account
     spec["wait"] = steps.wait
-    spec["steps"] = [_step(step) for step in steps.steps]
+    if steps.steps:
+        spec["steps"] = [_step(step) for step in steps.steps]
+    else:  # --allow-empty: .spec.steps needs one step at least, so the empty set is .spec.resources
+        spec["resources"] = []
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,

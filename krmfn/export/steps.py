@@ -3,7 +3,8 @@
 The grouping is the one ``krmfn apply`` uses, so every engine runs the same order: steps in
 ``krmfn.dev/step-index`` order, objects without the annotation in one step named ``default`` that goes
 first, and the final step health-checked only when one of its objects says ``krmfn.dev/wait: "true"``.
-What only export checks is here: an object given twice, and a stream with nothing to hand over.
+What only export checks is here: an object given twice, and a stream with nothing to hand over; a
+layout that would hang (krmfn/ordering.py) is refused as krmfn apply refuses it.
 Namespaces are taken as written (the engines apply objects as written), so they are part of identity.
 """
 
@@ -11,16 +12,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from krmfn import steps
+from krmfn import ordering, steps, stream
 from krmfn.errors import InputError
 from krmfn.kobj import Obj, ref_of
+from krmfn.scopes import Scopes
 from krmfn.steps import Steps, describe
 
 
-def group(objects: Iterable[Obj]) -> Steps:
+def group(objects: Iterable[Obj], sources: Iterable[str] = ("-",), allow_empty: bool = False) -> Steps:
+    """The steps of ``objects`` (read from ``sources``); no objects at all is an error unless
+    ``allow_empty`` (an engine given nothing deletes what it applied before)."""
+    objects = list(objects)
     found = steps.group(_once(objects))
-    if not found.steps:
-        raise InputError("the input holds no resources")
+    if not found.steps and not found.on_failure and not allow_empty:
+        named = stream.describe(sources)
+        raise InputError(
+            f"{stream.no_objects(named)}; if an app without objects is meant, pass --allow-empty"
+        )
+    misordered = ordering.misorders([step.items for step in found.steps], Scopes(objects))
+    if misordered:
+        raise InputError(ordering.describe(misordered, [step.name for step in found.steps], describe))
     return found
 
 

@@ -30,6 +30,7 @@ from krmfn.runner.parallel import DEFAULT_CONCURRENCY
 from krmfn.runner.plan import Plan, build_plan, check_applyset
 from krmfn.runner.printers import format_plan, make_printer, plan_data
 from krmfn.runner.source import kustomize_build, read_files
+from krmfn.stream import describe, no_objects
 from krmfn.terminal import cut, safe_line
 
 if TYPE_CHECKING:
@@ -81,12 +82,14 @@ def _concurrency(text: str) -> int:
 
 EXIT_CODES = {
     "plan": (("0", "the plan was printed"), ("2", "a usage or input error (unreadable file, bad "
-                                                   "annotation)"), INTERNAL_EXIT_CODE),
+                                                   "annotation, a layout that would hang, no objects)"),
+             INTERNAL_EXIT_CODE),
     "apply": (
         ("0", "every step healthy (or applied, for a final step that does not wait), prune done"),
         ("1", "the run failed: an object refused or failed, a timeout, the cluster unreachable, the "
               "inventory locked, another app's, or not krmfn's"),
-        ("2", "a usage or input error, before any connection (no inventory name while pruning)"),
+        ("2", "a usage or input error, before any connection (no inventory name while pruning, no "
+              "objects without --allow-empty)"),
         ("130, 143", "interrupted by SIGINT, SIGTERM: nothing pruned, run again to continue"),
         INTERNAL_EXIT_CODE,
     ),
@@ -142,6 +145,7 @@ def parser(command: str) -> argparse.ArgumentParser:
         epilog=epilog(EXIT_CODES[command], EXAMPLES[command], PAGES.get(command, "docs/runner.md")),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.set_defaults(command=command)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("-f", "--filename", action="append", metavar="FILE|DIR|-",
                      help="rendered manifests; repeatable; a directory gives its .yaml, .yml and .json files "
@@ -156,6 +160,10 @@ def parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("-n", "--namespace",
                    help="namespace of namespaced objects without one, and of the inventory (default: the "
                    "kubeconfig context's)")  # fmt: skip
+    p.add_argument("--allow-empty", action="store_true",
+                   help="accept an input without objects (refused by default: a failed render gives one)"
+                   + ("; with prune, every member of the inventory is deleted" if command in ("apply", "diff")
+                      else ""))  # fmt: skip
     p.add_argument("--step-timeout", type=_duration, default=300.0, metavar="DURATION",
                    help="timeout of a step none of whose objects has krmfn.dev/step-timeout "
                    "(default 5m)")  # fmt: skip
@@ -289,7 +297,21 @@ def main(argv: list[str], api_factory: ApiFactory = _api_from_args) -> int:
 
 
 def _make_plan(args: argparse.Namespace, docs: list[Any], namespace: str) -> Plan:
-    return build_plan(docs, namespace=namespace, default_timeout=args.step_timeout, wait=args.wait)
+    plan = build_plan(docs, namespace=namespace, default_timeout=args.step_timeout, wait=args.wait)
+    if not plan.items and not args.allow_empty:
+        raise SourceError(_empty(args))
+    return plan
+
+
+def _empty(args: argparse.Namespace) -> str:
+    """An input without objects is what a failed render gives a pipe: applied, it would prune the whole
+    app, so it is refused. Only plan and diff, which write nothing, name the flag that accepts it: apply
+    never suggests a flag that deletes everything (docs/runner.md#an-empty-input)."""
+    named = f"kustomize build {args.kustomize}" if args.kustomize else describe(args.filename)
+    text = no_objects(named)
+    if args.command == "apply":
+        return text + "; nothing was applied and nothing pruned"
+    return text + "; if an app without objects is meant, pass --allow-empty"
 
 
 def _health_checks(args: argparse.Namespace, docs: list[Any]) -> HealthChecks:
@@ -387,6 +409,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         applyset=identity.name,
         applyset_source=identity.source,
         adopt=args.adopt,
+        allow_empty=args.allow_empty,
         prune_namespaces=args.prune_namespaces,
         prune_crds=args.prune_crds,
         namespace=namespace,

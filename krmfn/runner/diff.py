@@ -8,7 +8,9 @@
 
 Both sides of a change are compared as ``comparable`` makes them: managed fields, status and the
 metadata the API server sets (uid, resourceVersion, generation, creation time) are left out, as kubectl
-diff leaves out managed fields, so a diff shows what an apply would change in what the object says.
+diff leaves out managed fields, so a diff shows what an apply would change in what the object says. For
+an object that does not exist yet, ``without_invented`` also leaves out what the dry run made up for
+itself alone (a Job's controller-uid labels, a Service's cluster IP and node ports).
 """
 
 from __future__ import annotations
@@ -61,6 +63,91 @@ def comparable(obj: dict[str, Any] | None) -> dict[str, Any] | None:
         if not out["metadata"].get("annotations"):
             out["metadata"].pop("annotations", None)
     return out
+
+
+TOKEN_VOLUME = "kube-api-access-"
+"""The projected service-account token volume the ServiceAccount admission plugin adds to a Pod, under a
+name with a random suffix."""
+
+
+def without_invented(after: dict[str, Any], rendered: dict[str, Any]) -> dict[str, Any]:
+    """The dry run's answer for an object that does not exist yet, without what the server made up for
+    that one request (the apply makes it up anew, so showing it is noise in every diff), unless the
+    rendered object sets it: every value equal to the invented uid (a Job's ``controller-uid`` and
+    ``batch.kubernetes.io/controller-uid`` labels, on the Job, its pod template and its selector), a
+    Service's allocated ``clusterIP``/``clusterIPs``, ``nodePort`` and ``healthCheckNodePort``, and a Pod's
+    token volume. The uid goes too; the rest of the server's metadata ``comparable`` leaves out."""
+    uid = _mapping(after, "metadata").get("uid")
+    out: dict[str, Any] = _without_value(after, uid) if isinstance(uid, str) and uid else dict(after)
+    spec, wanted = _mapping(out, "spec"), _mapping(rendered, "spec")
+    if out.get("apiVersion") == "v1" and out.get("kind") == "Service" and spec:
+        out["spec"] = _service_spec(spec, wanted)
+    elif out.get("apiVersion") == "v1" and out.get("kind") == "Pod" and spec:
+        out["spec"] = _pod_spec(spec, wanted)
+    return out
+
+
+def _without_value(node: Any, value: str) -> Any:
+    """A copy of ``node`` without the mapping entries whose value is ``value``; a mapping left empty by
+    that goes too (a Job's generated ``selector``)."""
+    if isinstance(node, list):
+        return [_without_value(item, value) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for key, item in node.items():
+        kept = _without_value(item, value)
+        if item != value and not (isinstance(item, dict) and item and not kept):
+            out[key] = kept
+    return out
+
+
+def _service_spec(spec: dict[Any, Any], wanted: dict[Any, Any]) -> dict[Any, Any]:
+    """Without the cluster IPs and node ports the dry run allocated (a placeholder: the apply allocates)."""
+    out = {
+        k: v
+        for k, v in spec.items()
+        if k in wanted or k not in ("clusterIP", "clusterIPs", "healthCheckNodePort")
+    }
+    ports, asked = spec.get("ports"), wanted.get("ports")
+    if isinstance(ports, list):
+        asked = asked if isinstance(asked, list) and len(asked) == len(ports) else [{}] * len(ports)
+        out["ports"] = [_port(port, mine) for port, mine in zip(ports, asked, strict=True)]
+    return out
+
+
+def _port(port: Any, wanted: Any) -> Any:
+    if not isinstance(port, dict) or (isinstance(wanted, dict) and "nodePort" in wanted):
+        return port
+    return {k: v for k, v in port.items() if k != "nodePort"}
+
+
+def _pod_spec(spec: dict[Any, Any], wanted: dict[Any, Any]) -> dict[Any, Any]:
+    """Without the token volume the ServiceAccount admission plugin added (a random name each request)."""
+    asked = {v.get("name") for v in _list(wanted.get("volumes")) if isinstance(v, dict)}
+
+    def invented(entry: Any) -> bool:
+        name = entry.get("name") if isinstance(entry, dict) else None
+        return isinstance(name, str) and name.startswith(TOKEN_VOLUME) and name not in asked
+
+    out = dict(spec)
+    if "volumes" in spec:
+        out["volumes"] = [v for v in _list(spec["volumes"]) if not invented(v)]
+    for group in ("initContainers", "containers", "ephemeralContainers"):
+        if isinstance(spec.get(group), list):
+            out[group] = [_container(c, invented) for c in spec[group]]
+    return {k: v for k, v in out.items() if v != [] or spec.get(k) == []}
+
+
+def _container(container: Any, invented: Any) -> Any:
+    if not isinstance(container, dict) or not isinstance(container.get("volumeMounts"), list):
+        return container
+    mounts = [m for m in container["volumeMounts"] if not invented(m)]
+    return {k: v for k, v in {**container, "volumeMounts": mounts}.items() if k != "volumeMounts" or mounts}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def is_secret(obj: dict[str, Any] | None) -> bool:

@@ -81,6 +81,7 @@ def _run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argpa
                 applyset=identity.name, applyset_source=identity.source, namespace=namespace,
                 field_manager=args.field_manager, force_conflicts=args.force_conflicts, prune=args.prune,
                 adopt=args.adopt, prune_namespaces=args.prune_namespaces, prune_crds=args.prune_crds,
+                allow_empty=args.allow_empty,
             )  # fmt: skip
             changes: list[Change] = []
             failures: list[Failure] = []

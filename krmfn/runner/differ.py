@@ -20,7 +20,7 @@ from krmfn.names import name_problem
 from krmfn.runner import jobs
 from krmfn.runner.api import Api, NoSuchKind, Resource
 from krmfn.runner.applyset import Parent, as_member
-from krmfn.runner.diff import Action, Change, action_of, comparable, file_name, masked
+from krmfn.runner.diff import Action, Change, action_of, comparable, file_name, masked, without_invented
 from krmfn.runner.errors import InventoryError, NoInventory, ObjectError, UnknownKind, call
 from krmfn.runner.members import foreign_inventory, list_members
 from krmfn.runner.parallel import DEFAULT_CONCURRENCY, in_order
@@ -39,6 +39,7 @@ class DiffOptions:
     adopt: bool = False
     prune_namespaces: bool = False
     prune_crds: bool = False
+    allow_empty: bool = False
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ class Differ:
             self.api, parent, parent.group_kinds, parent.namespaces | {parent.namespace}, call=call
         )
         planned = {it.key for it in plan.items}
-        if self.options.prune and not self.options.adopt:
+        if self.options.prune and not self.options.adopt and (planned or not self.options.allow_empty):
             foreign = foreign_inventory(
                 parent, self.options.applyset_source, planned, (key_of(o) for o, _ in members)
             )
@@ -182,6 +183,8 @@ class Differ:
                 if is_job:
                     raise ObjectError(str(key), jobs.spec_changed(item, err.cause), err.code) from None
             raise
+        if live is None:
+            after = without_invented(after, obj)
         return self._change(step, key, obj, before=live, after=after)
 
     def _job(

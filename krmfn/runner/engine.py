@@ -97,6 +97,8 @@ class Options:
     """Where the inventory's name came from (identity.py), for the start line."""
     adopt: bool = False
     """Take over an inventory whose members this render does not have (they are pruned)."""
+    allow_empty: bool = False
+    """An empty plan is meant (``--allow-empty``): with prune on, every member is deleted."""
     prune_namespaces: bool = False
     prune_crds: bool = False
     namespace: str = ""
@@ -365,7 +367,7 @@ class Runner:
         kinds, namespaces = self._recorded
         members = self._members(parent, kinds, namespaces | {parent.namespace})
         self._before = {key_of(obj): obj for obj in members}
-        if not self.options.prune or self.options.adopt:
+        if not self.options.prune or self.options.adopt or (self.options.allow_empty and not plan.items):
             return
         foreign = foreign_inventory(
             parent, self.options.applyset_source, {it.key for it in plan.items}, self._before

@@ -55,6 +55,13 @@ def foreign_inventory(parent: Parent, source: str, planned: set[Key], members: I
     shown = ", ".join(str(k) for k in foreign[:5]) + (
         f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
     )
+    if not planned:
+        # Not another app's: an empty render (a failed one, most likely). --adopt would delete it all.
+        return (
+            f"this render has no objects, so applying it would prune all {len(foreign)} member(s) of the "
+            f"inventory {parent.namespace}/{parent.name} ({source}): {shown}. Check the command that "
+            "rendered it"
+        )
     return (
         f"the inventory {parent.namespace}/{parent.name} ({source}) holds {len(foreign)} object(s) this "
         f"render does not have ({shown}) and none of the objects it applies, so it looks like another "

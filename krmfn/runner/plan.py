@@ -3,7 +3,9 @@
 Steps are grouped by krmfn.steps, the code ``krmfn export`` uses too, so both read one order. Around
 that, this module drops what is not applied (empty documents, local config), defaults namespaces and
 rejects duplicates, and orders the objects of a step by kind (things others depend on first, Jobs
-last), then namespace and name, the way cli-utils and kustomize order an apply.
+last), then namespace and name, the way cli-utils and kustomize order an apply. A stream whose steps
+would hang a cluster (krmfn/ordering.py: a Job before its ConfigMap, an object before its Namespace) is
+refused, as set-steps refuses it when rendering.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from krmfn import steps
+from krmfn import ordering, steps
 from krmfn.duration import SECOND, format_duration
 from krmfn.kobj import annotations_of, is_list_kind, is_local_config, labels_of
 from krmfn.names import api_version_problem, kind_problem, name_problem, namespace_problem
@@ -145,7 +147,7 @@ def build_plan(
     flat = [plain(obj) for obj in _flatten(objects)]
     grouped = steps.group(
         _applied(flat, namespace, Scopes(flat)),
-        who=lambda obj: str(key_of(obj)),
+        who=_who,
         error=SourceError,
         order=_apply_order,
     )
@@ -165,6 +167,9 @@ def build_plan(
     plan.steps, plan.on_failure = plan.steps[: len(grouped.steps)], plan.steps[len(grouped.steps) :]
     if plan.steps:
         plan.steps[-1].wait = grouped.wait if wait is None else wait
+    misordered = ordering.misorders([step.items for step in grouped.steps], Scopes(flat))
+    if misordered:
+        raise SourceError(ordering.describe(misordered, [step.name for step in grouped.steps], _who))
     jobs = sum(item.key.group == "batch" and item.kind == "Job" for item in plan.items)
     if jobs > MAX_JOB_RECORDS:
         raise SourceError(
@@ -196,6 +201,10 @@ def _applied(flat: list[Any], namespace: str, scopes: Scopes) -> Iterator[dict[s
             )
         seen[key] = position
         yield obj
+
+
+def _who(obj: dict[str, Any]) -> str:
+    return str(key_of(obj))
 
 
 def _apply_order(obj: dict[str, Any]) -> tuple[int, str, str, str]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from krmfn.errors import InputError
 from krmfn.runner.errors import SourceError
-from krmfn.stream import StreamError, read_documents
+from krmfn.stream import DIRECTORY, StreamError, missing, path_kind, read_documents
 from krmfn.yaml.io import load_all_fast
 
 
@@ -37,11 +37,13 @@ def kustomize_command(binary: str, directory: str, *, alpha_plugins: bool, enabl
 
 def kustomize_build(directory: str, *, alpha_plugins: bool = False, enable_exec: bool = False) -> list[Any]:
     """The objects ``kustomize_command`` builds (binary: $KRMFN_KUSTOMIZE or PATH)."""
+    what = path_kind(Path(directory))
+    if what != DIRECTORY:
+        end = "" if missing(what) else ", not the directory of a kustomization"
+        raise SourceError(f"{directory}: {what}{end}")
     binary = os.environ.get("KRMFN_KUSTOMIZE") or shutil.which("kustomize")
     if not binary:
         raise SourceError("-k needs kustomize: put it on PATH or set KRMFN_KUSTOMIZE")
-    if not Path(directory).is_dir():
-        raise SourceError(f"{directory}: not a directory")
     try:
         proc = subprocess.run(
             kustomize_command(binary, directory, alpha_plugins=alpha_plugins, enable_exec=enable_exec),

@@ -81,6 +81,18 @@ def _int(mapping: dict[str, Any], key: str, default: int = 0) -> int:
     return default if found is None else found
 
 
+def _pods(status: dict[str, Any], key: str) -> int:
+    """A Job's pods that are ``key`` (active, succeeded, failed). The controller counts a finished pod in
+    ``status.succeeded`` or ``status.failed`` only once it has removed the pod's tracking finalizer; until
+    then its UID is in ``status.uncountedTerminatedPods`` (pkg/controller/job), and SuccessCriteriaMet is
+    written in that same update: ``succeeded: 0`` with one pod done. Both are counted here."""
+    count = _int(status, key)
+    if key in ("succeeded", "failed"):
+        uncounted = _field(status, "uncountedTerminatedPods").get(key)
+        count += len(uncounted) if isinstance(uncounted, list) else 0
+    return count
+
+
 def _job(obj: dict[str, Any]) -> Health:
     """Failed and Complete end a Job, as kstatus says; so do FailureTarget and SuccessCriteriaMet, which the
     Job controller sets first, never reverts, and follows with Failed or Complete once the Job's pods
@@ -92,7 +104,7 @@ def _job(obj: dict[str, Any]) -> Health:
             if status.get("failedIndexes"):
                 text += f" (failed indexes: {status['failedIndexes']})"
             return Health("failed", text)
-    succeeded = _int(status, "succeeded")
+    succeeded = _pods(status, "succeeded")
     if _is_true(conds.get("Complete")):
         return Health("current", f"complete ({succeeded} succeeded)")
     if _is_true(conds.get("SuccessCriteriaMet")):
@@ -101,7 +113,7 @@ def _job(obj: dict[str, Any]) -> Health:
         return Health("in-progress", "suspended: waiting for it to be resumed (spec.suspend: false)")
     # Only the counts there are: a Job the controller has not looked at yet has none, and "0 active,
     # 0 succeeded, 0 failed" would read as if it had run and done nothing.
-    counts = [f"{_int(status, k)} {k}" for k in ("active", "succeeded", "failed") if _int(status, k)]
+    counts = [f"{_pods(status, k)} {k}" for k in ("active", "succeeded", "failed") if _pods(status, k)]
     text = "running: " + ", ".join(counts) if counts else "waiting for its first pod"
     if status.get("failedIndexes"):
         text += f" (failed indexes: {status['failedIndexes']}; other indexes go on)"

@@ -100,10 +100,12 @@ def has_default_service_account(client: Client, namespace: str) -> bool:
     return True
 
 
-def create_namespace(client: Client, name: str, labels: dict[str, str] | None = None) -> str:
+def create_namespace(
+    client: Client, name: str, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None
+) -> str:
     """Creates namespace ``name`` and returns the name once its default ServiceAccount exists: pods are
     refused until the controller-manager has made it. Raises ClusterError after 30 s."""
-    client.create(Namespace(metadata=ObjectMeta(name=name, labels=labels)))
+    client.create(Namespace(metadata=ObjectMeta(name=name, labels=labels, annotations=annotations)))
     wait_until(
         f"default ServiceAccount in {name}", lambda: has_default_service_account(client, name), timeout=30
     )
@@ -116,7 +118,7 @@ def _established(client: Client, name: str) -> bool:
     return any(c.type == "Established" and c.status == "True" for c in conditions or [])
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
@@ -129,6 +131,67 @@ _prctl = ctypes.CDLL(None).prctl  # looked up here, not in the forked child
 def _die_with_parent() -> None:
     # PR_SET_PDEATHSIG: a killed pytest must not leave an apiserver behind.
     _prctl(1, signal.SIGTERM)
+
+
+def spawn(
+    argv: list[str], log_path: Path, *, cwd: Path, env: dict[str, str] | None = None, die_with_parent: bool
+) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
+    """Starts one component with its output appended to ``log_path``; returns it and the open log."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = log_path.open("ab")
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,  # Ctrl-C in a terminal must not hit the components
+        # Safe enough here: the tests do not start threads that could hold locks across the fork.
+        preexec_fn=_die_with_parent if die_with_parent else None,  # noqa: PLW1509
+    )
+    return proc, log
+
+
+def stop(procs: list[subprocess.Popen[bytes]], grace: float) -> None:
+    """SIGTERM to all of ``procs`` at once, SIGKILL to those still running ``grace`` seconds later."""
+    for proc in procs:
+        proc.terminate()
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def answers_200(conn: http.client.HTTPConnection, path: str) -> bool:
+    """Whether a GET of ``path`` on ``conn`` answers 200 (False while nothing listens); closes ``conn``."""
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        conn.close()
+
+
+def check_alive(procs: dict[str, subprocess.Popen[bytes]], log_dir: Path) -> None:
+    """Raises ClusterError with the end of its log if a component has exited."""
+    for name, proc in procs.items():
+        if proc.poll() is not None:
+            tail = (log_dir / f"{name}.log").read_text(errors="replace")[-3000:]
+            raise ClusterError(f"{name} exited with {proc.returncode}:\n{tail}")
+
+
+def peak_rss_kib(pids: dict[str, int]) -> dict[str, int]:
+    """Peak resident set size (VmHWM) of each process, in KiB."""
+    out = {}
+    for name, pid in pids.items():
+        status = Path(f"/proc/{pid}/status").read_text()
+        out[name] = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM"))
+    return out
 
 
 _OPENSSL_CNF = """\
@@ -160,6 +223,12 @@ _CERTS = {
     "scheduler": ("/CN=system:kube-scheduler", "client"),
     "kwok": ("/O=system:masters/CN=kwok", "client"),
     "kwok-serving": (f"/CN={NODE_NAME}", "server"),  # the node's "kubelet" endpoint: logs (container_logs)
+    # The real node (node.py): the API server's identity towards kubelets (pods/log, exec), the kubelet's
+    # own (the Node authorizer knows it by this name and group), its serving certificate and kube-proxy's.
+    "apiserver-kubelet-client": ("/O=system:masters/CN=kube-apiserver-kubelet-client", "client"),
+    "kubelet": ("/O=system:nodes/CN=system:node:127.0.0.1", "client"),
+    "kubelet-serving": ("/CN=127.0.0.1", "server"),
+    "kube-proxy": ("/CN=system:kube-proxy", "client"),  # bound to system:node-proxier by the bootstrap
 }
 
 
@@ -215,33 +284,21 @@ def write_kubeconfig(path: Path, server: str, ca: Path, user: dict[str, str]) ->
     return path
 
 
-def _cert_user(pki: Path, name: str) -> dict[str, str]:
+def cert_user(pki: Path, name: str) -> dict[str, str]:
     return {
         "client-certificate-data": base64.b64encode((pki / f"{name}.crt").read_bytes()).decode(),
         "client-key-data": base64.b64encode((pki / f"{name}.key").read_bytes()).decode(),
     }
 
 
-# What `kubectl logs` (pods/log) answers for every test pod, served by kwok from files (its ClusterLogs
-# configuration): a container's log is chosen by its name, so a test picks the log it needs by naming the
-# container. The lines are in the CRI log format kwok reads; tailLines, limitBytes and previous (a
-# restarted container's run before: PREVIOUS_LOG) work as with a kubelet.
+# What `kubectl logs` (pods/log) answers for every pod on kwok's node, served by kwok from files (its
+# ClusterLogs configuration). The lines are in the CRI log format kwok reads; tailLines, limitBytes and
+# previous (a restarted container's run before: PREVIOUS_LOG) work as with a kubelet. Tests of what a
+# container itself logs run on the real node (node.py).
 COUNTED_LINES = 30
 COUNTED_LOG = tuple(f"migration step {i:02d} of {COUNTED_LINES}" for i in range(1, COUNTED_LINES + 1))
-"""Every container not named below: 30 numbered lines, so a tail of N shows exactly which lines came."""
+"""Every container: 30 numbered lines, so a tail of N shows exactly which lines came."""
 PREVIOUS_LOG = ("previous run: applying 0042", "previous run: lock timeout after 30s")
-HOSTILE_CONTAINER = "hostile"
-HOSTILE_LOG = (
-    "\x1b[2J\x1b[Hscreen cleared",  # erase the screen, cursor home
-    "::add-mask::secret-value",  # a GitHub workflow command
-    "##vso[task.setvariable variable=x]1",  # an Azure DevOps one
-    "ok\rFORGED krmfn line",  # a carriage return that would overwrite the line
-    "bidi \u202eevil\u202c text",
-    "fatal: migration 0042 failed",
-)
-"""The container named ``hostile``: escape sequences and CI commands a log can carry."""
-QUIET_CONTAINER = "quiet"
-"""A container with an empty log."""
 
 
 def write_container_logs(directory: Path) -> Path:
@@ -252,7 +309,7 @@ def write_container_logs(directory: Path) -> Path:
         stamp = "2026-01-01T00:00:00.000000000Z"
         return "".join(f"{stamp} stdout F {line}\n" for line in lines)
 
-    files = {"counted": COUNTED_LOG, "previous": PREVIOUS_LOG, "hostile": HOSTILE_LOG, "quiet": ()}
+    files = {"counted": COUNTED_LOG, "previous": PREVIOUS_LOG}
     for name, lines in files.items():
         (directory / f"{name}.log").write_text(cri(lines), encoding="utf-8")
 
@@ -263,10 +320,6 @@ def write_container_logs(directory: Path) -> Path:
     config.write_text(
         "apiVersion: kwok.x-k8s.io/v1alpha1\nkind: ClusterLogs\nmetadata: {name: krmfn-test-logs}\nspec:\n"
         "  logs:\n"
-        f"  - containers: [{HOSTILE_CONTAINER}]\n    logsFile: {path('hostile')}\n"
-        f"    previousLogsFile: {path('hostile')}\n"
-        f"  - containers: [{QUIET_CONTAINER}]\n    logsFile: {path('quiet')}\n"
-        f"    previousLogsFile: {path('quiet')}\n"
         f"  - logsFile: {path('counted')}\n    previousLogsFile: {path('previous')}\n"
     )
     return config
@@ -309,11 +362,11 @@ class Cluster:
         pki, work = self.workdir / "pki", self.workdir
         make_pki(pki)
         mark("pki")
-        etcd_port, peer_port, api_port = _free_port(), _free_port(), _free_port()
+        etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
         self.server = f"https://127.0.0.1:{api_port}"
-        write_kubeconfig(self.kubeconfig, self.server, pki / "ca.crt", _cert_user(pki, "admin"))
+        write_kubeconfig(self.kubeconfig, self.server, pki / "ca.crt", cert_user(pki, "admin"))
         for name in ("controller-manager", "scheduler", "kwok"):
-            write_kubeconfig(work / f"{name}.kubeconfig", self.server, pki / "ca.crt", _cert_user(pki, name))
+            write_kubeconfig(work / f"{name}.kubeconfig", self.server, pki / "ca.crt", cert_user(pki, name))
 
         etcd_url, peer_url = f"http://127.0.0.1:{etcd_port}", f"http://127.0.0.1:{peer_port}"
         # fmt: off
@@ -338,6 +391,11 @@ class Cluster:
             # pods/log goes to the node's kubelet endpoint, which kwok serves; the node's Hostname
             # address does not resolve, its InternalIP is 127.0.0.1 (--node-ip below).
             "--kubelet-preferred-address-types=InternalIP",
+            f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+            f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+            # A namespace's annotations can send its pods to the real node (node.py, REAL_NAMESPACE):
+            # the manifests under test stay as a user wrote them. Without the annotations: no effect.
+            "--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction",
         )
         # fmt: on
         wait_until("kube-apiserver /readyz", self._apiserver_ready, deadline - time.monotonic())
@@ -360,7 +418,7 @@ class Cluster:
             f"--kubeconfig={work / 'scheduler.kubeconfig'}", "--profiling=false",
             "--leader-elect=false", "--secure-port=0",
         )
-        kubelet_port = _free_port()
+        kubelet_port = free_port()
         self._start(bin_dir / "kwok",
             f"--kubeconfig={work / 'kwok.kubeconfig'}", f"--config={STAGES}",
             f"--config={write_container_logs(work / 'container-logs')}",
@@ -393,16 +451,7 @@ class Cluster:
     def down(self) -> None:
         """Stops all components (SIGTERM, then SIGKILL after a grace period). Logs stay in log_dir."""
         for wave, grace in STOP_WAVES:
-            procs = [self.procs[n] for n in wave if n in self.procs]
-            for proc in procs:
-                proc.terminate()
-            deadline = time.monotonic() + grace
-            for proc in procs:
-                try:
-                    proc.wait(max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            stop([self.procs[n] for n in wave if n in self.procs], grace)
         self.procs.clear()
         for f in self._logs:
             f.close()
@@ -476,13 +525,13 @@ class Cluster:
             client.create(Namespace(metadata=ObjectMeta(name=FLUX_NAMESPACE)))
         for name in names:
             wait_until(f"CRD {name} Established", functools.partial(_established, client, name), timeout)
-        health = _free_port()
+        health = free_port()
         storage = self.workdir / "flux-operator-storage"
         storage.mkdir(exist_ok=True)
         # fmt: off
         self._start(binary,
             "--enable-leader-election=false",  # one instance, as for the controller-manager
-            f"--health-addr=127.0.0.1:{health}", f"--metrics-addr=127.0.0.1:{_free_port()}",
+            f"--health-addr=127.0.0.1:{health}", f"--metrics-addr=127.0.0.1:{free_port()}",
             "--web-server-port=0",  # no web UI (the test build embeds a placeholder page)
             f"--storage-path={storage}",
             env={
@@ -537,61 +586,30 @@ class Cluster:
 
     def peak_rss_kib(self) -> dict[str, int]:
         """Peak resident set size (VmHWM) of each running component, in KiB."""
-        out = {}
-        for name, pid in self.pids().items():
-            status = Path(f"/proc/{pid}/status").read_text()
-            out[name] = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM"))
-        return out
+        return peak_rss_kib(self.pids())
 
     # --- internals ----------------------------------------------------------------------------------------
 
     def _start(self, binary: Path, *args: str, env: dict[str, str] | None = None) -> None:
         name = binary.name
         self._argv[name] = [str(binary), *args]
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        log = (self.log_dir / f"{name}.log").open("ab")
+        self.procs[name], log = spawn([str(binary), *args], self.log_dir / f"{name}.log", cwd=self.workdir,
+                                      env=env, die_with_parent=self.die_with_parent)  # fmt: skip
         self._logs.append(log)
-        self.procs[name] = subprocess.Popen(
-            [str(binary), *args],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=self.workdir,
-            env=env,
-            start_new_session=True,  # Ctrl-C in a terminal must not hit the components
-            # Safe enough here: the tests do not start threads that could hold locks across the fork.
-            preexec_fn=_die_with_parent if self.die_with_parent else None,  # noqa: PLW1509
-        )
 
     def _check_alive(self) -> None:
-        for name, proc in self.procs.items():
-            if proc.poll() is not None:
-                tail = (self.log_dir / f"{name}.log").read_text(errors="replace")[-3000:]
-                raise ClusterError(f"{name} exited with {proc.returncode}:\n{tail}")
+        check_alive(self.procs, self.log_dir)
 
     def _apiserver_ready(self) -> bool:
         self._check_alive()
         ctx = ssl.create_default_context(cafile=self.workdir / "pki" / "ca.crt")
         ctx.load_cert_chain(self.workdir / "pki" / "admin.crt", self.workdir / "pki" / "admin.key")
-        conn = http.client.HTTPSConnection(self.server.removeprefix("https://"), context=ctx, timeout=2)
-        try:
-            conn.request("GET", "/readyz")
-            return conn.getresponse().status == 200
-        except OSError:
-            return False
-        finally:
-            conn.close()
+        address = self.server.removeprefix("https://")
+        return answers_200(http.client.HTTPSConnection(address, context=ctx, timeout=2), "/readyz")
 
     def _http_ok(self, port: int, path: str) -> bool:
         self._check_alive()
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-        try:
-            conn.request("GET", path)
-            return conn.getresponse().status == 200
-        except OSError:
-            return False
-        finally:
-            conn.close()
+        return answers_200(http.client.HTTPConnection("127.0.0.1", port, timeout=2), path)
 
     def _node_schedulable(self, client: Client) -> bool:
         self._check_alive()

@@ -6,8 +6,13 @@
     namespace    function  name of a fresh namespace, deleted after the test
     flux_operator session  the same Cluster with the Flux Operator running (built and started once, by
                            the first test that needs it; build-flux-operator.sh)
+    real_node    session   a RealNode (node.py): containerd + kubelet joined to the cluster; started by the
+                           first test that needs it, stopped right after the last one (it holds the
+                           machine's node lock), before the cluster
+    real_namespace function  like namespace, but its pods run on the real node
 
-Tests using any of them are marked `cluster` automatically (select with -m cluster / -m "not cluster").
+Tests using any of them are marked `cluster` automatically (select with -m cluster / -m "not cluster"),
+and those on the real node `real_node` too.
 If the cluster (or the operator) cannot be built or started the tests error; they are never skipped.
 """
 
@@ -27,20 +32,38 @@ from lightkube import Client
 from lightkube.resources.core_v1 import Namespace
 
 from .cluster import Cluster, ClusterError, cache_dir, create_namespace
+from .node import REAL_NAMESPACE, RealNode
 
 _LOG_DIR = pytest.StashKey[Path]()
 _KEEP_LOGS = pytest.StashKey[bool]()
-_SUMMARY = pytest.StashKey[str]()
+_SUMMARY = pytest.StashKey[list[str]]()
+_NODE = pytest.StashKey[RealNode]()
+_LAST_ON_NODE = pytest.StashKey[str]()  # node id of the last test that needs the real node
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "cluster: needs the test control plane (started once per session)")
+    config.addinivalue_line("markers", "real_node: runs pods on the real node (node.py; as root)")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    on_node = []
     for item in items:
         if "cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.cluster)
+        if "real_node" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.real_node)
+            on_node.append(item.nodeid)
+    if on_node:
+        config.stash[_LAST_ON_NODE] = on_node[-1]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+    yield
+    # The real node is the machine's (one at a time): free it as soon as this session is done with it.
+    if item.nodeid == item.config.stash.get(_LAST_ON_NODE, None):
+        _stop_node(item.config)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -55,8 +78,8 @@ def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, pytest.TestR
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    if summary := config.stash.get(_SUMMARY, ""):
-        terminalreporter.write_line(summary)
+    for line in config.stash.get(_SUMMARY, []):
+        terminalreporter.write_line(line)
     if config.stash.get(_KEEP_LOGS, False) and config.stash[_LOG_DIR].exists():
         terminalreporter.write_line(f"krmfn test cluster logs kept in {config.stash[_LOG_DIR]}", red=True)
 
@@ -78,10 +101,12 @@ def cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
         yield c
     finally:
         rss = {name: kib // 1024 for name, kib in c.peak_rss_kib().items()}
-        pytestconfig.stash[_SUMMARY] = (
+        pytestconfig.stash.setdefault(_SUMMARY, []).insert(
+            0,
             f"krmfn test cluster: ready in {c.timings['ready']:.1f}s, peak RSS {sum(rss.values())} MiB "
-            f"({', '.join(f'{name} {mib}' for name, mib in rss.items())})"
+            f"({', '.join(f'{name} {mib}' for name, mib in rss.items())})",
         )
+        _stop_node(pytestconfig)  # before the control plane, if a test was interrupted
         c.down()
         shutil.rmtree(workdir, ignore_errors=True)
         if not pytestconfig.stash.get(_KEEP_LOGS, False):
@@ -107,14 +132,67 @@ def kube_client(cluster: Cluster) -> Client:
     return cluster.client()
 
 
-@pytest.fixture
-def namespace(request: pytest.FixtureRequest, kube_client: Client) -> Iterator[str]:
+@pytest.fixture(scope="session")
+def real_node(cluster: Cluster, pytestconfig: pytest.Config) -> RealNode:
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    terminal = pytestconfig.pluginmanager.getplugin("terminalreporter")
+
+    def say(message: str) -> None:  # shown at once, whatever the capture mode
+        with capture.global_and_fixture_disabled():
+            terminal.write_line(f"krmfn real node: {message}", yellow=True)
+
+    node = RealNode(cluster, pytestconfig.stash[_LOG_DIR] / "real-node", on_wait=say)
+    try:
+        node.up()
+    except ClusterError as e:
+        pytestconfig.stash[_KEEP_LOGS] = True
+        pytest.fail(f"the krmfn real node did not start: {e}", pytrace=False)
+    if node.swept:
+        say(f"swept what a killed run left: {len(node.swept) - 1} containers and tasks, mounts, bridge")
+    pytestconfig.stash[_NODE] = node
+    return node  # stopped by _stop_node, after the last test that needs it
+
+
+def _stop_node(config: pytest.Config) -> None:
+    node = config.stash.get(_NODE, None)
+    if node is None:
+        return
+    del config.stash[_NODE]
+    rss = {name: kib // 1024 for name, kib in node.peak_rss_kib().items()}
+    try:
+        node.down()
+        stopped = f"stopped in {node.timings['down']:.1f}s"
+    except ClusterError as e:
+        config.stash[_KEEP_LOGS] = True
+        stopped = f"stopping it failed: {e}"
+    config.stash.setdefault(_SUMMARY, []).append(
+        f"krmfn real node: Ready {node.timings['ready'] - node.timings['sweep']:.1f}s after its start "
+        f"(images imported in {node.timings['images-imported']:.1f}s; builds checked in "
+        f"{node.timings['build']:.1f}s, lock taken {node.timings['lock'] - node.timings['build']:.1f}s "
+        f"later), peak RSS {sum(rss.values())} MiB "
+        f"({', '.join(f'{name} {mib}' for name, mib in rss.items())}), {stopped}"
+    )
+
+
+def _fresh_namespace(
+    request: pytest.FixtureRequest, client: Client, annotations: dict[str, str] | None = None
+) -> Iterator[str]:
     name = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:48].rstrip("-")
     name = f"{name}-{secrets.token_hex(3)}"
     try:
-        create_namespace(kube_client, name, labels={"test.krmfn.dev/namespace": "true"})
+        create_namespace(client, name, labels={"test.krmfn.dev/namespace": "true"}, annotations=annotations)
     except ClusterError as e:
         pytest.fail(str(e), pytrace=False)
     yield name
     # Not waited for: the namespace controller finishes the deletion in the background.
-    kube_client.delete(Namespace, name)
+    client.delete(Namespace, name)
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest, kube_client: Client) -> Iterator[str]:
+    yield from _fresh_namespace(request, kube_client)
+
+
+@pytest.fixture
+def real_namespace(request: pytest.FixtureRequest, kube_client: Client, real_node: RealNode) -> Iterator[str]:
+    yield from _fresh_namespace(request, kube_client, REAL_NAMESPACE)

@@ -118,6 +118,15 @@ def deployment(name: str, step: int | None = None, *, image: str = "app:1", repl
     }
 
 
+def runs(doc: Doc, image: str, script: str, container: str = "main") -> Doc:
+    """``doc`` (a Job or Deployment from the builders above) with its container running ``sh -c script``
+    in ``image``, a local image of the real node (imagePullPolicy Never: there is no registry)."""
+    spec = doc["spec"]["template"]["spec"]
+    spec["containers"][0].update(name=container, image=image, imagePullPolicy="Never",
+                                 command=["sh", "-c", script])  # fmt: skip
+    return doc
+
+
 def configmap(
     name: str, step: int | None = None, annotations: dict[str, str] | None = None, **data: str
 ) -> Doc:

@@ -257,16 +257,6 @@ def test_force_recreates_any_kind_on_an_immutable_field(
     assert "field is immutable" in refused.error
 
 
-def test_on_failure_job_is_reported_with_its_containers_exit_code(
-    apply: Apply, kube_client: Client, namespace: str
-) -> None:
-    # The container exits 3 and restarts in place; the Job controller kills the pod (137) when it fails.
-    out = apply([job("crashing", 0, fail=True, restart_policy="OnFailure", backoff_limit=1)], "--wait")
-    assert out.code == 1
-    assert "Error (exit code 3)" in out.error, out.error
-    assert "restarted" in out.error
-
-
 def test_job_rendered_suspended_fails_its_step_at_once(
     apply: Apply, kube_client: Client, namespace: str
 ) -> None:
@@ -279,26 +269,3 @@ def test_job_rendered_suspended_fails_its_step_at_once(
     resumed = apply([job("held", 0, suspend=False, timeout="60s"), deployment("web", 1)])
     assert resumed.code == 0, resumed.error
     assert resumed.actions()[f"Job.batch {namespace}/held"] == "configured"  # resumed in place
-
-
-def test_failures_ignored_by_the_pod_failure_policy_are_shown_while_waiting(
-    apply: Apply, kube_client: Client, namespace: str
-) -> None:
-    ignore = {"rules": [{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [3]}}]}
-    out = apply([job("ignored", 0, fail=True, timeout="8s", podFailurePolicy=ignore)], "--wait")
-    assert out.code == 1
-    statuses = [e["message"] for e in out.of("status") if e["object"] == f"Job.batch {namespace}/ignored"]
-    assert any("Error (exit code 3) (ignored by the podFailurePolicy" in m for m in statuses), statuses
-    assert "ignored by the podFailurePolicy" in out.error  # the timeout says why it never finished
-
-
-def test_indexed_job_with_backoff_limit_per_index_names_its_failed_indexes(
-    apply: Apply, kube_client: Client, namespace: str
-) -> None:
-    indexed = job("shards", 0, fail=True, completionMode="Indexed", completions=2, parallelism=2,
-                  backoffLimitPerIndex=0)  # fmt: skip
-    del indexed["spec"]["backoffLimit"]
-    out = apply([indexed], "--wait")
-    assert out.code == 1
-    assert "failed indexes: 0,1" in out.error, out.error
-    assert "(index " in out.error

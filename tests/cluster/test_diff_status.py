@@ -143,6 +143,51 @@ def test_diff_shows_updates_creates_and_prunes_and_writes_nothing(
     assert _exists(kube_client, "old", namespace)
 
 
+def _service(name: str, **spec: Any) -> Doc:
+    ports = spec.pop("ports", [{"port": 80}])
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+            "spec": {"ports": ports, "selector": {"app": name}, **spec}}  # fmt: skip
+
+
+# Each object the dry run of a create answers with something it made up for that request alone, with
+# what the diff of that create must not show, and what it must (the rendered object set it).
+INVENTED: list[tuple[Doc, tuple[str, ...], tuple[str, ...]]] = [
+    (job("migrate"), ("controller-uid",), ("batch.kubernetes.io/job-name",)),
+    (_service("cluster-ip"), ("clusterIP",), ()),
+    (_service("node-port", type="NodePort"), ("clusterIP", "nodePort"), ()),
+    (_service("balancer", type="LoadBalancer", externalTrafficPolicy="Local"),
+     ("clusterIP", "nodePort", "healthCheckNodePort"), ()),
+    (_service("headless", clusterIP="None"), (), ('"clusterIP":"None"',)),
+    (_service("fixed", type="NodePort", ports=[{"port": 80, "nodePort": 30080}]), ("clusterIP",),
+     ('"nodePort":30080',)),
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare"},
+      "spec": {"containers": [{"name": "main", "image": "app:1"}]}}, ("kube-api-access-",), ()),
+]  # fmt: skip
+
+
+def test_diff_of_new_objects_leaves_out_what_the_dry_run_made_up(apply: Apply, krmfn: Krmfn) -> None:
+    """Issue 34: a new Job's diff showed the controller-uid labels and selector the server's dry run
+    invented (the apply invents others), noise in every diff; so are a Service's allocations and a Pod's
+    token volume. Once applied, the next diff is empty: nothing the server keeps was left out."""
+    seed = configmap("seed", a="1")
+    assert apply([seed]).code == 0  # the inventory exists: a diff without one shows nothing
+    docs = [seed, *(doc for doc, _, _ in INVENTED)]
+    ran = krmfn("diff", docs, "-o", "json")
+    assert ran.code == 1, ran.err
+    diffs = [d for d in ran.diffs().values() if d["action"] != "unchanged"]
+    assert [d["action"] for d in diffs] == ["create"] * len(INVENTED), diffs
+    for doc, absent, present in INVENTED:
+        (found,) = [d for d in diffs if d["object"].endswith(f"/{doc['metadata']['name']}")]
+        text = json.dumps(found["patch"], separators=(",", ":"))
+        assert [a for a in absent if a in text] == [], (doc["metadata"]["name"], text)
+        assert [p for p in present if p not in text] == [], (doc["metadata"]["name"], text)
+    again = krmfn("diff", docs)
+    assert "controller-uid" not in again.out and "kube-api-access-" not in again.out
+    assert apply(docs, "--no-wait").code == 0
+    after = krmfn("diff", docs)
+    assert (after.code, after.out) == (0, ""), after.err
+
+
 def _exists(client: Client, name: str, namespace: str) -> bool:
     return any(meta(cm).name == name for cm in client.list(ConfigMap, namespace=namespace))
 

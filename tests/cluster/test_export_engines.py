@@ -77,6 +77,22 @@ def test_resourceset_of_the_staged_deploy_is_valid_for_the_real_crd(
     assert stored["spec"] == rset["spec"]
 
 
+def test_an_empty_resourceset_meant_by_allow_empty_is_valid_for_the_real_crd(
+    kube_client: Client, namespace: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """.spec.steps needs one step at least (minItems 1), so the empty set is .spec.resources: []."""
+    _install_resourceset_crd(kube_client)
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    argv = ["export", "resourceset", "-f", str(empty), "--name", "app", "-n", namespace]
+    assert export(argv) == 1
+    assert "is empty: it has no objects to deploy" in capsys.readouterr().err
+    assert export([*argv, "--allow-empty"]) == 0
+    rset = yaml.safe_load(capsys.readouterr().out)
+    kube_client.apply(ResourceSet.from_dict(rset), field_manager="krmfn-export-test")
+    assert dict(kube_client.get(ResourceSet, "app", namespace=namespace))["spec"] == rset["spec"]
+
+
 def test_resourceset_step_limit_is_enforced_by_export_and_by_the_api_server(
     kube_client: Client, namespace: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

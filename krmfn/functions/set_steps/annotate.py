@@ -6,6 +6,7 @@ from krmfn import dependson
 from krmfn.functions.set_steps.assign import STEP
 from krmfn.functions.set_steps.config import SetStepsConfig, normalized_timeout
 from krmfn.kobj import Obj, annotations_of, ref_of, remove_annotation, set_annotation
+from krmfn.kustomize_names import final_name
 from krmfn.results import Results
 from krmfn.scopes import Scopes
 
@@ -95,9 +96,12 @@ def plan_depends_on(groups: list[list[Obj]], scopes: Scopes, results: Results) -
 
 
 def _ref(obj: Obj, scopes: Scopes) -> dependson.ObjRef:
+    """The reference kpt live will resolve: by the name the object has in the build output (inside a
+    kustomize build a generated ConfigMap does not have its hash suffix yet; kustomize never rewrites
+    an annotation)."""
     ref = ref_of(obj)
     namespace = "" if scopes.cluster_scoped(ref.group, ref.kind) else ref.namespace
-    return dependson.ObjRef(ref.group, ref.kind, ref.name, namespace)
+    return dependson.ObjRef(ref.group, ref.kind, final_name(obj), namespace)
 
 
 def _existing(obj: Obj, results: Results) -> list[dependson.ObjRef] | None:

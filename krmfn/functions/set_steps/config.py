@@ -79,6 +79,14 @@ class SetStepsConfig:
             "notification Job, a Job that restores the schema; annotated krmfn.dev/on-failure",
         },
     )
+    unmatched_selectors: Literal["error", "warning"] = field(
+        default="error",
+        metadata={
+            "help": "a selector that matches nothing, when its step is then empty or an object of its "
+            "kind sits in a later step: error (the order the config asks for is lost) or warning",
+            "example": "warning",
+        },
+    )
     cluster_scoped_kinds: list[str] = field(
         default_factory=list,
         metadata={

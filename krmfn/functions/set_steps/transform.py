@@ -23,7 +23,7 @@ def set_steps(rl: ResourceList, config: SetStepsConfig) -> None:
     assigned = assign(rl.items, config, rl.results)
     groups, failing = assigned[: len(config.steps)], assigned[len(config.steps) :]
     scopes = Scopes(rl.items, config.cluster_scoped_kinds)
-    ordering.unmatched_selectors(rl.items, config, rl.results)
+    ordering.unmatched_selectors(rl.items, assigned, config, rl.results)
     ordering.check(groups, config, scopes, rl.results)
     depends_on = []
     if "depends-on" in config.emit:

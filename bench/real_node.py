@@ -1,0 +1,110 @@
+"""The real node of the test bed (tests/cluster/node.py): start time and memory (a benchmark, not a test).
+
+    sudo python bench/real_node.py              # 5 rounds on one control plane
+    sudo python bench/real_node.py --quick      # 1 round
+
+Each round starts the node (containerd, kubelet, kube-proxy; images already imported), runs one Job of
+one pod to completion on it, reads the peak RSS of the node's own processes (VmHWM: containerd, kubelet,
+kube-proxy; the containers' shims and pods are the workload, not the node) and stops it. The first round
+may import the images into containerd (once per image content); the table says which. Prints Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import cast
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from cluster.cluster import Cluster, cache_dir, create_namespace, wait_until  # noqa: E402
+from cluster.node import REAL_NAMESPACE, RealNode  # noqa: E402
+from lightkube.resources.batch_v1 import Job  # noqa: E402
+
+MILESTONES = (
+    ("containerd-up", "containerd answers"),
+    ("node-ready", "Node Ready"),
+    ("proxy-synced", "kube-proxy synced (node usable)"),
+)
+
+
+def one_job(cluster: Cluster, node: RealNode) -> float:
+    """Seconds from creating a one-pod Job on the node to its completion."""
+    client = cluster.client()
+    namespace = create_namespace(client, f"bench-{secrets.token_hex(3)}", annotations=REAL_NAMESPACE)
+    container = {"name": "main", "image": node.image("app"), "imagePullPolicy": "Never",
+                 "command": ["sh", "-c", "echo done"]}  # fmt: skip
+    pod = {"restartPolicy": "Never", "containers": [container]}
+    job = cast(Job, Job.from_dict({"metadata": {"name": "once", "namespace": namespace},
+                         "spec": {"backoffLimit": 0, "template": {"spec": pod}}}))  # fmt: skip
+    started = time.monotonic()
+    client.create(job)
+
+    def done() -> bool:
+        status = client.get(Job, "once", namespace=namespace).status
+        return bool(status and status.succeeded)
+
+    wait_until("the Job", done, 60, interval=0.05)
+    return time.monotonic() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="one round (smoke)")
+    args = parser.parse_args()
+    rounds = 1 if args.quick else args.rounds
+    if os.geteuid() != 0:
+        print("error: the real node runs as root: sudo python bench/real_node.py", file=sys.stderr)
+        return 1
+    workdir = Path(tempfile.mkdtemp(prefix="krmfn-bench-node-"))
+    cluster = Cluster(workdir, log_dir=cache_dir() / "bench-logs" / "real-node")
+    cluster.up()
+    rows: list[dict[str, float]] = []
+    try:
+        for _ in range(rounds):
+            node = RealNode(cluster, workdir / "node-logs", on_wait=lambda m: print(m, file=sys.stderr))
+            node.up()
+            try:
+                job = one_job(cluster, node)
+                rss = {name: kib / 1024 for name, kib in node.peak_rss_kib().items()}
+            finally:
+                node.down()
+            start = node.timings["sweep"]
+            row = {key: node.timings[key] for key, _ in MILESTONES}
+            row |= {"imported": node.timings["images-imported"] - node.timings["containerd-up"], "job": job}
+            row |= {"down": node.timings["down"], **{f"rss-{n}": mib for n, mib in rss.items()}}
+            rows.append(row)
+            print(f"round {len(rows)}: {row} (lock and build {start:.2f}s)", file=sys.stderr)
+    finally:
+        cluster.down()
+
+    def cell(key: str) -> str:
+        values = [r[key] for r in rows]
+        return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+    print(f"### Real node start, median of {rounds} (min-max), seconds from containerd's start\n")
+    print("| milestone | seconds |\n|---|---:|")
+    for key, label in MILESTONES:
+        print(f"| {label} | {cell(key)} |")
+    print(f"| of which importing images into containerd | {cell('imported')} |")
+    print(f"| one-pod Job, create to Complete | {cell('job')} |")
+    print(f"| stop (pods drained, processes, host cleanup) | {cell('down')} |")
+    print(f"\n### Real node peak RSS (VmHWM, MiB), median of {rounds} (min-max)\n")
+    print("| process | MiB |\n|---|---:|")
+    for name in ("containerd", "kubelet", "kube-proxy"):
+        print(f"| {name} | {cell(f'rss-{name}')} |")
+    totals = [r["rss-containerd"] + r["rss-kubelet"] for r in rows]
+    print(f"| containerd + kubelet | {statistics.median(totals):.0f} (target < 300) |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
