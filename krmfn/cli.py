@@ -67,8 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fn(rest)
     if command == "version":
         from krmfn import __version__
+        from krmfn.terminal import write_line
 
-        print(f"krmfn {__version__}")
+        write_line(sys.stdout, f"krmfn {__version__}")
         return 0
     module = {
         "render": "krmfn.render",
@@ -80,8 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     }.get(command)
     if module is None:
         from krmfn.registry import CANONICAL_ORDER
+        from krmfn.terminal import write_line
 
-        sys.stderr.write(f"krmfn: unknown command {command!r}\n")
+        write_line(sys.stderr, f"krmfn: unknown command {command!r}")
         sys.stderr.write(USAGE.format(names=", ".join(CANONICAL_ORDER)))
         return 2
     import importlib
@@ -89,16 +91,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         entry = importlib.import_module(module)
     except ModuleNotFoundError as err:
-        sys.stderr.write(f"krmfn: {command} is not available in this installation ({err.name} missing)\n")
+        from krmfn.terminal import write_line
+
+        write_line(sys.stderr, f"krmfn: {command} is not available in this installation ({err.name} missing)")
         return 2
     try:
         code: int = entry.main([command, *rest])
     except Exception as err:  # a bug: one line, and an exit code that no answer of the command shares
         if os.environ.get(DEBUG_ENV):
             raise
-        from krmfn.terminal import safe_line
+        from krmfn.terminal import write_line
 
-        sys.stderr.write(safe_line(f"krmfn {command}: {internal_error(err)}") + "\n")
+        write_line(sys.stderr, f"krmfn {command}: {internal_error(err)}")
         return EXIT_INTERNAL
     return code
 
@@ -131,7 +135,9 @@ def _fn(args: list[str]) -> int:
     try:
         function = load(args[0])
     except KeyError:
-        sys.stderr.write(f"krmfn: unknown function {args[0]!r}; known: {', '.join(CANONICAL_ORDER)}\n")
+        from krmfn.terminal import write_line
+
+        write_line(sys.stderr, f"krmfn: unknown function {args[0]!r}; known: {', '.join(CANONICAL_ORDER)}")
         return 2
     return function.main(args[1:])
 

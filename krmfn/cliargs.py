@@ -8,12 +8,22 @@ argparse is built only when there are arguments to parse: kpt and kustomize star
 and argparse (with gettext, and shutil for its help formatter) costs ~6 ms of every start. With no
 arguments every destination takes its default, exactly what argparse gives (tests/test_function_cli_args.py
 checks both ways agree for every parser).
+
+``CommandParser`` is argparse as the runner and ``krmfn export`` use it (its usage block and help
+pages), with everything argparse prints written through ``terminal.write_lines``: a usage error quotes
+the command line (``invalid choice: '...'``), which CI often builds from branch or tag names. It is
+built on first use too, so importing this module does not import argparse.
 """
 
 from __future__ import annotations
 
+import contextlib
+import sys
+from functools import cache
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NoReturn
+
+from krmfn.terminal import Stream, write_line, write_lines
 
 if TYPE_CHECKING:
     import argparse
@@ -67,3 +77,27 @@ def _default(options: dict[str, Any]) -> Any:
     if options.get("action") == "store_true":
         return False
     return [] if options.get("nargs") == "*" else None
+
+
+def CommandParser(**options: Any) -> argparse.ArgumentParser:  # named as the class it builds
+    """argparse, every line it prints (usage, errors, help) escaped; the error is one line, whatever line
+    breaks the arguments it quotes hold."""
+    return _command_parser()(**options)
+
+
+@cache
+def _command_parser() -> type[argparse.ArgumentParser]:
+    import argparse
+
+    class _CommandParser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            self.print_usage(sys.stderr)
+            write_line(sys.stderr, f"{self.prog}: error: {message}")
+            raise SystemExit(2)
+
+        def _print_message(self, message: str, file: Stream | None = None) -> None:
+            if message:
+                with contextlib.suppress(AttributeError, OSError):  # as argparse: no stderr to write to
+                    write_lines(file or sys.stderr, message)
+
+    return _CommandParser

@@ -26,7 +26,7 @@ from krmfn.records import FrozenRecord
 from krmfn.resourcelist import ResourceList, choose_mode, parse, serialize, under_kpt
 from krmfn.results import Result
 from krmfn.shutdown import exit_now
-from krmfn.terminal import safe_line
+from krmfn.terminal import write_line
 from krmfn.yaml.io import load_documents
 
 C = TypeVar("C")
@@ -259,7 +259,7 @@ def run_cli(  # noqa: PLR0917  # mirrors main()'s injectable streams
     try:
         args = parser_of(name).parse(list(sys.argv[1:] if argv is None else argv))
     except UsageError as err:
-        stderr.write(safe_line(f"krmfn-{name}: {err}; see --help") + "\n")
+        write_line(stderr, f"krmfn-{name}: {err}; see --help")
         return 2
     if args.help:
         stdout.write(help_text)
@@ -271,13 +271,13 @@ def run_cli(  # noqa: PLR0917  # mirrors main()'s injectable streams
         try:
             fn_config = read_fn_config(config_file)
         except InputError as err:
-            stderr.write(f"krmfn-{name}: --fn-config {config_file}: {err}\n")
+            write_line(stderr, f"krmfn-{name}: --fn-config {config_file}: {err}")
             return 2
     if args.files:
         try:
             text = _read_files(args.files)
         except InputError as err:
-            stderr.write(safe_line(f"krmfn-{name}: {err}") + "\n")
+            write_line(stderr, f"krmfn-{name}: {err}")
             return 2
         outcome = process(text, mode, fn_config)
     else:
@@ -296,11 +296,11 @@ def run_cli(  # noqa: PLR0917  # mirrors main()'s injectable streams
     if outcome.on_stderr:
         for result in outcome.results:
             if result.severity != "info":
-                stderr.write(f"krmfn-{name}: {result.describe()}\n")
+                write_line(stderr, f"krmfn-{name}: {result.describe()}")  # names from the manifests
     elif outcome.code:
         # One line that points at the results rather than repeating them (kpt prints both).
         errors = sum(r.severity == "error" for r in outcome.results)
-        stderr.write(f"krmfn-{name}: {errors} error(s), reported in the output ResourceList's results\n")
+        write_line(stderr, f"krmfn-{name}: {errors} error(s), reported in the output ResourceList's results")
     return outcome.code
 
 

@@ -15,6 +15,7 @@ ENV = {
     "max_items": "KRMFN_MAX_ITEMS",
     "max_depth": "KRMFN_MAX_DEPTH",
     "max_nodes": "KRMFN_MAX_NODES",
+    "max_render_bytes": "KRMFN_MAX_RENDER_BYTES",
 }
 
 
@@ -51,6 +52,17 @@ class Limits(FrozenRecord):
     """Nesting depth of any value (Kubernetes objects rarely pass 20)."""
     max_nodes: int
     """Values after alias expansion: what a billion-laughs document explodes into."""
+    max_render_bytes: int = 8 * 1024 * 1024
+    """Characters render-inputs' expressions may put into the manifests in one render, in total (each
+    expression is bounded on its own too): 21 characters (``<< 'x' * 87000 * 3 >>``) build 261 KB, so a
+    small manifest could otherwise produce gigabytes. 8 MiB of the costliest characters (astral, 4 bytes
+    each, or escaped ten times longer) beside a maximal input of the costliest shape peaked at 912 MiB;
+    16 MiB at 1007 (docs/limits.md). The work of the render is bounded with it."""
+
+    RENDER_STEPS_PER_BYTE = 1024
+    """Steps of evaluation work (about a nanosecond each: a character built or measured, 1,000 an
+    operation, 8,000 a character of expression compiled, 2,500 a character of toYaml) a render may
+    spend per character of its output budget: 2^33 steps, roughly ten seconds of CPU, at the default."""
 
     MAX_DEPTH_CEILING = 200
     """The deepest ``max_depth`` may be set: the YAML layers and the functions walk values recursively,

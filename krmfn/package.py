@@ -14,17 +14,19 @@ files left without objects are removed and new objects go to ``<kind>_<name>.yam
 from __future__ import annotations
 
 import fnmatch
-import os
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from krmfn import packagefs
 from krmfn.errors import KrmfnError, PipelineError
 from krmfn.kobj import MAX_INDEX, Obj, annotations_of, is_kustomization, metadata, ref_of
 from krmfn.limits import Limits
 from krmfn.numbers import whole
+from krmfn.packagefs import Parts, Tree, UnsafePath
 from krmfn.resourcelist import item_problem
 from krmfn.yaml import edit as yamledit
 from krmfn.yaml.io import Mode, check_size, dump_fast, load_all_fast
@@ -38,8 +40,8 @@ PACKAGE_PATH = INTERNAL + "package-path"
 SEQINDENT = INTERNAL + "seqindent"
 IDS = (INTERNAL + "annotations-migration-resource-id", INTERNAL + "id", "config.k8s.io/id")
 BOOKKEEPING = (PATH, INDEX, I_PATH, I_INDEX, PACKAGE_PATH, SEQINDENT, *IDS)
-KPTFILE = "Kptfile"
-SUFFIXES = (".yaml", ".yml")
+KPTFILE = packagefs.KPTFILE
+SUFFIXES = packagefs.RESOURCE_SUFFIXES
 
 
 @dataclass
@@ -52,17 +54,27 @@ class Package:
     subpackages: list[Package] = field(default_factory=list)
     sources: dict[str, yamledit.Source] = field(default_factory=dict)
     """Each file's text as read (fidelity mode), so write-back edits it instead of re-emitting it."""
+    tree: Tree | None = None
+    """The files of the top package, every read and write of the tree goes through (krmfn.packagefs)."""
+    prefix: Parts = ()
+    """Where this package sits in the tree: its directory's components below the top package."""
 
 
 def read(directory: Path, mode: Mode, limits: Limits | None = None) -> Package:
     """The package at ``directory`` with its nested packages; a Kptfile is required at the top."""
-    limits = limits or Limits()
-    if not (directory / KPTFILE).is_file():
+    if not directory.is_dir():  # the operator's path: followed like any command-line argument
         raise PipelineError(f"{directory}: no Kptfile; krmfn render runs a kpt package's pipeline")
-    package = Package(directory.resolve(), {})
-    for relative, is_package in _walk(package.directory, package.directory, _Ignore.of(package.directory)):
+    return _read(Tree(directory.resolve()), (), mode, limits or Limits())
+
+
+def _read(tree: Tree, prefix: Parts, mode: Mode, limits: Limits) -> Package:
+    directory = Path(tree.root, *prefix)
+    if _kind(tree, (*prefix, KPTFILE)) != "file":
+        raise PipelineError(f"{directory}: no Kptfile; krmfn render runs a kpt package's pipeline")
+    package = Package(directory, {}, tree=tree, prefix=prefix)
+    for relative, is_package in _walk(tree, prefix, (), _Ignore.of(tree, prefix)):
         if is_package:
-            package.subpackages.append(read(package.directory / relative, mode, limits))
+            package.subpackages.append(_read(tree, (*prefix, *relative.split("/")), mode, limits))
             continue
         package.files.append(relative)
         package.items.extend(_read_file(package, relative, mode, limits))
@@ -77,7 +89,8 @@ def scan(directory: Path) -> tuple[list[str], list[str]]:
     """The resource files of the package at ``directory`` and its direct nested packages, unread."""
     files: list[str] = []
     nested: list[str] = []
-    for relative, is_package in _walk(directory, directory, _Ignore.of(directory)):
+    tree = Tree(directory.resolve())
+    for relative, is_package in _walk(tree, (), (), _Ignore.of(tree, ())):
         (nested if is_package else files).append(relative)
     return files, nested
 
@@ -87,34 +100,55 @@ def all_items(package: Package) -> list[Obj]:
     return [item for sub in package.subpackages for item in all_items(sub)] + package.items
 
 
-def _walk(root: Path, directory: Path, ignore: _Ignore, ignored: bool = False) -> Iterator[tuple[str, bool]]:
-    """(path relative to root, is a nested package) in Go's filepath.Walk order.
+def _kind(tree: Tree, parts: Parts) -> str | None:
+    try:
+        return tree.kind(parts)
+    except (UnsafePath, OSError) as err:
+        raise PipelineError(f"{Path(tree.root, *parts)}: cannot read: {_why(err)}") from None
+
+
+def _why(err: Exception) -> str:
+    return str(err) if isinstance(err, UnsafePath) else getattr(err, "strerror", None) or str(err)
+
+
+def _walk(
+    tree: Tree, prefix: Parts, relative: Parts, ignore: _Ignore, ignored: bool = False
+) -> Iterator[tuple[str, bool]]:
+    """(path relative to the package, is a nested package) in Go's filepath.Walk order.
 
     Like kpt, .krmignore hides files and directories from this package's resources but not the nested
-    packages below an ignored directory.
+    packages below an ignored directory. Listed through directory descriptors (krmfn.packagefs), so a
+    directory swapped for a symlink after the listing is refused, never followed.
     """
-    for entry in sorted(directory.iterdir(), key=lambda p: p.name.encode()):
-        relative = entry.relative_to(root).as_posix()
-        if entry.is_symlink():
-            # kpt skips symlinks (files and directories) too: one could point at a Secret outside
-            # the package, which would then be printed, or rewritten in place.
+    try:
+        entries = tree.entries((*prefix, *relative))
+    except (UnsafePath, OSError) as err:
+        raise PipelineError(f"{Path(tree.root, *prefix, *relative)}: cannot read: {_why(err)}") from None
+    for name, kind in sorted(entries, key=lambda e: e[0].encode("utf-8", "surrogateescape")):
+        parts = (*relative, name)
+        path = "/".join(parts)
+        if kind == "link":
+            # kpt skips symlinked directories (and krmfn symlinked files too): one could point at a
+            # Secret outside the package, which would then be printed, or rewritten in place.
             continue
-        if entry.is_dir():
-            if entry.name == ".git":
+        if kind == "dir":
+            if name == ".git":
                 continue
-            if (entry / KPTFILE).is_file():
-                yield relative, True
+            if _kind(tree, (*prefix, *parts, KPTFILE)) == "file":
+                yield path, True
             else:
-                yield from _walk(root, entry, ignore, ignored or ignore.ignored(relative, True))
+                yield from _walk(tree, prefix, parts, ignore, ignored or ignore.ignored(path, True))
             continue
-        if ignored or ignore.ignored(relative, False):
+        if ignored or ignore.ignored(path, False):
             continue
-        if entry.name == KPTFILE or entry.name.endswith(SUFFIXES):
-            yield relative, False
-        elif entry.name.endswith(".json"):
+        if name == KPTFILE or name.endswith(SUFFIXES):
+            if kind != "file":  # a FIFO would block the read, a device is no package file
+                raise PipelineError(f"{Path(tree.root, *prefix, *parts)}: not a regular file")
+            yield path, False
+        elif name.endswith(".json"):
             raise PipelineError(
-                f"{root / relative}: JSON resource files are not supported by krmfn render; "
-                "use `kpt fn render` or convert the file to YAML"
+                f"{Path(tree.root, *prefix, *parts)}: JSON resource files are not supported by krmfn "
+                "render; use `kpt fn render` or convert the file to YAML"
             )
 
 
@@ -125,11 +159,12 @@ class _Ignore:
     patterns: tuple[tuple[str, bool, bool], ...]
 
     @classmethod
-    def of(cls, directory: Path) -> _Ignore:
-        path = directory / ".krmignore"
-        lines = path.read_text().splitlines() if path.is_file() and not path.is_symlink() else []
+    def of(cls, tree: Tree, prefix: Parts) -> _Ignore:
+        parts = (*prefix, ".krmignore")
+        path = Path(tree.root, *parts)
+        text = _read_text(tree, parts, Limits()) if _kind(tree, parts) == "file" else ""
         patterns = []
-        for line in lines:
+        for line in (text or "").splitlines():
             text = line.strip()
             if not text or text.startswith("#"):
                 continue
@@ -154,11 +189,47 @@ class _Ignore:
         return False
 
 
+def _read_text(tree: Tree, parts: Parts, limits: Limits) -> str | None:
+    """A file's text, None when absent. Read by descriptor (krmfn.packagefs); at most 4 bytes a
+    character (UTF-8's most) of the input limit are read, check_size then counts characters."""
+    path = Path(tree.root, *parts)
+    try:
+        data = tree.read_bytes(parts, 4 * limits.max_bytes)
+    except (UnsafePath, OSError) as err:
+        raise PipelineError(f"{path}: cannot read: {_why(err)}") from None
+    if data is None:
+        return None
+    if len(data) > 4 * limits.max_bytes:
+        raise PipelineError(
+            f"{path}: over {limits.max_bytes} characters, the input limit (KRMFN_MAX_INPUT_BYTES)"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise PipelineError(f"{path}: not valid UTF-8: byte 0x{data[err.start]:02x} on line {line}") from None
+
+
+def _holds(tree: Tree, parts: Parts, text: str) -> bool:
+    """Whether file ``parts`` holds exactly ``text`` (a larger file does not; nothing past it is read)."""
+    data = text.encode("utf-8")
+    try:
+        return tree.read_bytes(parts, len(data)) == data
+    except (UnsafePath, OSError) as err:
+        raise PipelineError(f"{Path(tree.root, *parts)}: cannot read: {_why(err)}") from None
+
+
 def _read_file(package: Package, relative: str, mode: Mode, limits: Limits) -> list[Obj]:
     package_dir = package.directory
     path = package_dir / relative
-    text = path.read_text(encoding="utf-8")
-    check_size(text, limits)  # the faithful writer reads at the fast path's cost: one limit
+    assert package.tree is not None
+    text = _read_text(package.tree, (*package.prefix, *relative.split("/")), limits)
+    if text is None:
+        raise PipelineError(f"{path}: cannot read: it went away while the package was read")
+    try:
+        check_size(text, limits)  # the faithful writer reads at the fast path's cost: one limit
+    except KrmfnError as err:
+        raise PipelineError(f"{path}: {err}") from None
     chunks = _documents(text)
     try:
         if mode == "fast":
@@ -292,56 +363,75 @@ Warn = Callable[[str], None]
 
 def write(root: Package, items: list[Obj], mode: Mode, warn: Warn | None = None) -> list[Path]:
     """Write ``items`` back into the package tree; returns the files written or removed. Every target
-    is checked before anything is written: inside the package root, through no symlink.
+    is checked before anything is written: inside the package root, through no symlink, a file the
+    reader would read; and each is then opened by that same checked path (krmfn.packagefs).
 
     In fidelity mode a file whose objects were read from it is its own text with only the changes
     spliced in (see ``krmfn.yaml.edit``): untouched files and documents stay byte for byte. A
     document the splice could not edit is written anew, and ``warn`` gets a line naming it."""
-    files: dict[tuple[Path, str], list[tuple[int, str, Obj]]] = {}
+    tree = root.tree or Tree(root.directory)
+    files: dict[Parts, list[tuple[int, str, Obj]]] = {}
     for obj in items:
-        package, relative, index = location(obj, root.directory)
-        _check_target(root.directory, package, relative, obj)
+        target = _target(tree, root.directory, obj)
         indent = str(annotations_of(obj).get(SEQINDENT) or "compact")
-        files.setdefault((package, relative), []).append((index, indent, obj))
+        files.setdefault(target, []).append((index_of(obj), indent, obj))
     origins = _origins(root) if mode == "fidelity" else {}
     touched: list[Path] = []
-    for (package, relative), entries in files.items():
+    for target, entries in files.items():
         entries.sort(key=lambda e: e[0])
         objects = [(indent, obj, origins.get(id(obj))) for _, indent, obj in entries]
         for _, obj, _ in objects:
             strip(obj)
         if mode == "fidelity":
-            text = _file_text(objects, kpt_format=True, warn=warn, file=relative)
+            text = _file_text(objects, kpt_format=True, warn=warn, file="/".join(target))
         else:
             text = "---\n".join(dump_one(obj, indent, mode) for indent, obj, _ in objects)
-        path = package / relative
-        if not path.is_file() or path.read_bytes() != text.encode("utf-8"):  # "\r\n" counts
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            touched.append(path)
+        if not _holds(tree, target, text):
+            _apply(tree, target, functools.partial(tree.write_text, target, text))
+            touched.append(Path(tree.root, *target))
     for read_package in _packages(root):
         for relative in read_package.files:
-            if (read_package.directory, relative) not in files:
-                (read_package.directory / relative).unlink(missing_ok=True)
-                touched.append(read_package.directory / relative)
+            parts = (*read_package.prefix, *relative.split("/"))
+            if parts not in files:
+                _apply(tree, parts, functools.partial(tree.unlink, parts))
+                touched.append(Path(tree.root, *parts))
     return touched
 
 
-def _check_target(root: Path, package: Path, relative: str, obj: Obj) -> None:
-    """The path and package-path annotations come from the objects, which functions may rewrite: a
-    target outside the root, or reached through a symlink (which kpt never reads), is refused."""
-    target = Path(os.path.normpath(package / relative))
-    inside = target.is_relative_to(root) and target != root
-    through_link = inside and any(
-        (root / Path(*target.relative_to(root).parts[:depth])).is_symlink()
-        for depth in range(1, len(target.relative_to(root).parts) + 1)
-    )
-    if not inside or through_link:
-        why = "through a symlink" if inside else "outside the package"
+def index_of(obj: Obj) -> int:
+    return location(obj, Path())[2]
+
+
+def _apply(tree: Tree, parts: Parts, action: Callable[[], object]) -> None:
+    try:
+        action()
+    except (UnsafePath, OSError) as err:
+        raise PipelineError(f"{Path(tree.root, *parts)}: cannot write: {_why(err)}") from None
+
+
+def _target(tree: Tree, root: Path, obj: Obj) -> Parts:
+    """The components below the top package of the file an object goes to. The path and package-path
+    annotations come from the objects, which functions may rewrite: a target outside the root, through
+    a symlink (which kpt never reads), or that the reader would not read is refused."""
+    package, relative, _ = location(obj, root)
+    try:
+        parts = (*packagefs.under(root, package), *packagefs.parts_of(relative))
+        packagefs.writable(parts)
+        # Every directory on the way must be one, the file a regular file or absent.
+        for depth in range(1, len(parts) + 1):
+            kind = tree.kind(parts[:depth])
+            if kind is None:
+                break
+            if kind == "link":
+                raise UnsafePath("through a symlink")
+            if kind != ("file" if depth == len(parts) else "dir"):
+                raise UnsafePath("through something that is not a directory or not a regular file")
+    except (UnsafePath, OSError) as err:
         raise PipelineError(
-            f"{str(ref_of(obj)).strip()}: its file {relative!r} is {why} {root}; krmfn render writes "
-            "only inside the package, and never through symlinks"
-        )
+            f"{str(ref_of(obj)).strip()}: its file {relative!r} is refused ({_why(err)}); krmfn render "
+            f"writes only inside the package {root}, never through symlinks"
+        ) from None
+    return parts
 
 
 Origin = tuple[yamledit.Source, int]

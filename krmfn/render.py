@@ -20,11 +20,12 @@ from krmfn.cliargs import Parser, UsageError
 from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import KrmfnError, PipelineError
 from krmfn.kobj import Obj, annotations_of, is_local_config
+from krmfn.limits import Limits
 from krmfn.pipeline import COMBINED, PipelineEntry
 from krmfn.pipeline import run as run_pipeline
 from krmfn.resourcelist import API_VERSIONS, ResourceList
 from krmfn.results import Result
-from krmfn.terminal import safe_line
+from krmfn.terminal import write_line
 from krmfn.yaml.io import Mode, dump_fast, plain
 
 USAGE = """usage: krmfn render DIR [--in-place] [--yaml fast|fidelity] [--results-dir DIR]
@@ -101,31 +102,35 @@ def main(argv: list[str], stdout: TextIO | None = None, stderr: TextIO | None = 
         if problem.show_help:
             out.write(HELP)
             return 0
-        err.write(f"krmfn render: {problem}\n{USAGE}")
+        write_line(err, f"krmfn render: {problem}")
+        err.write(USAGE)
         return 2
     try:
         package = pkg.read(options.directory, options.mode)
-        rendered = render_package(package)
+        from krmfn.functions.render_inputs.engine import budget
+
+        with budget(Limits.from_env()):  # one budget for the expressions of every pipeline of the tree
+            rendered = render_package(package)
     except (KrmfnError, OSError, UnicodeDecodeError) as problem:
-        err.write(f"krmfn render: {problem}\n")
+        write_line(err, f"krmfn render: {problem}")
         return 1
     if options.results_dir is not None:
         write_results(options.results_dir, rendered)
     for run in rendered.runs:
         for result in run.results:
             if result.severity != "info":
-                err.write(f"krmfn render: {_name(run.entry)}: {result.describe()}\n")
+                write_line(err, f"krmfn render: {_name(run.entry)}: {result.describe()}")
     if rendered.failed:
         return 1
 
     def warn(message: str) -> None:  # a document written anew instead of edited
-        err.write(safe_line(f"krmfn render: warning: {message}") + "\n")
+        write_line(err, f"krmfn render: warning: {message}")
 
     if options.in_place:
         try:
             pkg.write(package, rendered.items, options.mode, warn)
         except (KrmfnError, OSError) as problem:
-            err.write(f"krmfn render: {problem}\n")
+            write_line(err, f"krmfn render: {problem}")
             return 1
     else:
         out.write(stream(rendered.items, options.mode, package, warn))

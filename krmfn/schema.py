@@ -112,7 +112,9 @@ def render_files() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        sys.stderr.write("usage: python -m krmfn.schema DIR\n")
+        from krmfn.terminal import write_line
+
+        write_line(sys.stderr, "usage: python -m krmfn.schema DIR")
         return 2
     out = Path(args[0])
     out.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""Text made safe for a terminal or a CI log: the one escape every text line krmfn prints goes through.
+"""Text made safe for a terminal or a CI log: the one writer every text line krmfn prints goes through.
 
 Messages carry strings krmfn does not control: a pod's termination message and log lines, the API
 server's error messages, an object's conditions, names and annotations from the manifests, a kustomize
@@ -15,12 +15,29 @@ new line that looks like krmfn's own, hide text (bidirectional overrides), or ru
 
 The escapes are for reading, not for parsing back (a backslash is not doubled). ``-o json`` needs none
 of this: JSON escapes control characters itself, and a JSON line starts with ``{``.
+
+``write_line`` (one message) and ``write_lines`` (a block: a usage text, a plan, a report) are how every
+command writes text for a person, on stderr or stdout: the functions' results and errors, ``krmfn
+render``, ``export``, ``schema``, ``version``, the top-level CLI, argparse's usage errors
+(``cliargs.CommandParser``) and the runner's printers. The only other writes to a terminal are the
+machine-readable outputs (the YAML stream or ResourceList, ``-o json`` lines), constant help pages, and
+the live view's own cursor movement (``clear_lines``); tests/test_terminal_writer.py lists them and
+fails on any new one.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
+from typing import Protocol
+
+
+class Stream(Protocol):
+    """Where a line goes: a text file, stderr, a StringIO."""
+
+    def write(self, text: str, /) -> object: ...
+
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
@@ -44,6 +61,30 @@ def safe_line(text: str) -> str:
         _escape(char) if unicodedata.category(char) in _UNSAFE_CATEGORIES else char for char in text
     )
     return _COMMAND_MARKS.sub(lambda m: m.group()[0] + _escape(m.group()[1]), out)
+
+
+def write_line(stream: Stream, text: str, prefix: str = "", suffix: str = "") -> None:
+    """Write ``text`` escaped, as exactly one line. ``prefix``/``suffix`` are krmfn's own terminal
+    sequences around it (a diff's colours), never text from anywhere else."""
+    stream.write(prefix + safe_line(text) + suffix + "\n")
+
+
+def lines_text(lines: Iterable[str]) -> str:
+    """Each of ``lines`` escaped and ended: a block whose line breaks are krmfn's own."""
+    return "".join(safe_line(line) + "\n" for line in lines)
+
+
+def write_lines(stream: Stream, text: str | Iterable[str]) -> None:
+    """Write a block (a usage text, a plan, a report) line by line, each line escaped. A string is cut
+    at ``\n`` only: any other line break in it (``\r``, U+2028) is escaped like the rest."""
+    lines = text.removesuffix("\n").split("\n") if isinstance(text, str) else text
+    stream.write(lines_text(lines))
+
+
+def clear_lines(stream: Stream, count: int) -> None:
+    """Move the cursor up ``count`` lines and clear to the end of the screen (the live view's redraw)."""
+    if count:
+        stream.write(f"\x1b[{count}F\x1b[J")
 
 
 def cut(text: str, limit: int) -> str:

@@ -69,7 +69,7 @@ def _package(tmp: Path) -> Path:
 
 # (command line, module and attribute that raise, exception); every command whose exit codes mean something
 CASES: list[tuple[str, list[str], str, Callable[..., Any]]] = [
-    ("plan", ["plan", "-f", "{stream}"], "krmfn.runner.cli:format_plan", _boom),
+    ("plan", ["plan", "-f", "{stream}"], "krmfn.runner.cli:plan_lines", _boom),
     ("plan json", ["plan", "-f", "{stream}", "-o", "json"], "krmfn.runner.cli:plan_data", _boom),
     ("apply", ["apply", "-f", "{changed}", "-n", "ns", "--applyset", "app"], "krmfn.runner.engine:prune",
      _boom),
@@ -146,7 +146,7 @@ def test_krmfn_debug_shows_the_traceback(tmp_path: Path, monkeypatch: pytest.Mon
     (tmp_path / "s.yaml").write_text(json.dumps(CONFIGMAP))
     import krmfn.runner.cli
 
-    monkeypatch.setattr(krmfn.runner.cli, "format_plan", _boom)
+    monkeypatch.setattr(krmfn.runner.cli, "plan_lines", _boom)
     monkeypatch.setenv("KRMFN_DEBUG", "1")
     with pytest.raises(ValueError, match="xxx"):
         krmfn_main(["plan", "-f", str(tmp_path / "s.yaml")])

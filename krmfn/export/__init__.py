@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from krmfn.cliargs import CommandParser
 from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import KrmfnError
 from krmfn.export import argocd, resourceset
@@ -21,7 +22,7 @@ from krmfn.export.steps import group
 from krmfn.export.stream import read_sources
 from krmfn.jobspec import ttl_warning
 from krmfn.kobj import ref_of
-from krmfn.terminal import safe_line
+from krmfn.terminal import write_line
 from krmfn.yaml.io import dump_all_fast, dump_fast
 
 __all__ = ["main"]
@@ -58,7 +59,7 @@ def _epilog(engine: str) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="krmfn export",
         description="Write the steps of a rendered stream for another engine.",
         epilog=_epilog(""),
@@ -67,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(
         dest="engine", required=True, metavar="ENGINE", help="resourceset or argocd (see below)"
     )
-    common = argparse.ArgumentParser(add_help=False)
+    common = CommandParser(add_help=False)
     common.add_argument(
         "-f",
         "--filename",
@@ -137,7 +138,7 @@ def main(argv: list[str]) -> int:
             for obj in step.items:
                 warning = ttl_warning(obj, engine)
                 if warning:
-                    sys.stderr.write(f"krmfn export {args.engine}: warning: {ref_of(obj)}: {warning}\n")
+                    write_line(sys.stderr, f"krmfn export {args.engine}: warning: {ref_of(obj)}: {warning}")
         if args.engine == "resourceset":
             rset = resourceset.build(
                 steps,
@@ -151,15 +152,13 @@ def main(argv: list[str]) -> int:
         else:
             text = dump_all_fast(argocd.annotate(steps, args.hooks))
     except KrmfnError as err:
-        sys.stderr.write(safe_line(f"krmfn export {args.engine}: {err}") + "\n")
+        write_line(sys.stderr, f"krmfn export {args.engine}: {err}")
         return 1
     if args.output:
         try:
             Path(args.output).write_text(text, encoding="utf-8")
         except OSError as err:
-            sys.stderr.write(
-                safe_line(f"krmfn export {args.engine}: {args.output}: {err.strerror or err}") + "\n"
-            )
+            write_line(sys.stderr, f"krmfn export {args.engine}: {args.output}: {err.strerror or err}")
             return 1
     else:
         sys.stdout.write(text)

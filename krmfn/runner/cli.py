@@ -18,6 +18,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from krmfn import interrupts
+from krmfn.cliargs import CommandParser
 from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.duration import SECOND, parse_duration
 from krmfn.errors import EXIT_INTERNAL, RunnerError
@@ -28,10 +29,10 @@ from krmfn.runner.identity import Identity, identify
 from krmfn.runner.joblogs import DEFAULT_LINES
 from krmfn.runner.parallel import DEFAULT_CONCURRENCY
 from krmfn.runner.plan import Plan, build_plan, check_applyset
-from krmfn.runner.printers import format_plan, make_printer, plan_data
+from krmfn.runner.printers import make_printer, plan_data, plan_lines
 from krmfn.runner.source import kustomize_build, read_files
 from krmfn.stream import describe, no_objects
-from krmfn.terminal import cut, safe_line
+from krmfn.terminal import cut, write_line, write_lines
 
 if TYPE_CHECKING:
     from krmfn.net.budget import Budget
@@ -139,7 +140,7 @@ DESCRIPTIONS = {
 
 
 def parser(command: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog=f"krmfn {command}",
         description=DESCRIPTIONS[command],
         epilog=epilog(EXIT_CODES[command], EXAMPLES[command], PAGES.get(command, "docs/runner.md")),
@@ -258,13 +259,13 @@ def interruptible(budget: Budget) -> Iterator[None]:
 
 def _fail(command: str, err: RunnerError | str) -> None:
     """The one line on stderr for an error that ends the command (escaped: it may quote the input)."""
-    sys.stderr.write(safe_line(f"krmfn {command}: {err}") + "\n")
+    write_line(sys.stderr, f"krmfn {command}: {err}")
 
 
 def main(argv: list[str], api_factory: ApiFactory = _api_from_args) -> int:
     command, rest = argv[0], argv[1:]
     if command not in ("plan", "apply", "diff"):
-        sys.stderr.write(safe_line(f"krmfn: unknown runner command {command!r}") + "\n")
+        write_line(sys.stderr, f"krmfn: unknown runner command {command!r}")
         return EXIT_USAGE
     args = parser(command).parse_args(rest)
     try:
@@ -334,7 +335,7 @@ def _plan(args: argparse.Namespace, docs: list[Any]) -> int:
 
         sys.stdout.write(json.dumps(plan_data(plan)) + "\n")
     else:
-        sys.stdout.write(format_plan(plan))
+        write_lines(sys.stdout, plan_lines(plan))
     return 0
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from krmfn.errors import DEBUG_ENV, RunnerError, internal_error
 from krmfn.runner.diff import CHANGES, Change, as_yaml, patch_of, unified
-from krmfn.terminal import safe_line
+from krmfn.terminal import write_line
 
 if TYPE_CHECKING:
     from krmfn.runner.api import Api
@@ -39,7 +39,7 @@ _BOLD, _RESET = "\x1b[1m", "\x1b[0m"
 
 
 def _fail(err: RunnerError | str) -> None:
-    sys.stderr.write(safe_line(f"krmfn diff: {err}") + "\n")
+    write_line(sys.stderr, f"krmfn diff: {err}")
 
 
 def run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argparse.Namespace], Api]) -> int:
@@ -145,11 +145,10 @@ def _text(out: TextIO, changed: list[Change], colour: bool) -> None:
             head += f": {change.detail}"
         lines = [head, f"diff -u -N live/{change.file} merged/{change.file}", *unified(change)]
         for i, line in enumerate(lines):
-            text = safe_line(line)
+            code = ""
             if colour:
                 code = _BOLD if i < 2 or line.startswith(("---", "+++")) else _COLOURS.get(line[:1], "")
-                text = f"{code}{text}{_RESET}" if code else text
-            out.write(text + "\n")
+            write_line(out, line, code, _RESET if code else "")
     out.flush()
 
 
@@ -160,7 +159,7 @@ def _summary(changes: list[Change], failures: list[Failure]) -> None:
     text = ", ".join(f"{n} to {a}" if a != "unchanged" else f"{n} unchanged" for a, n in counts.items())
     if failures:
         text += f", {len(failures)} would fail"
-    sys.stderr.write(f"krmfn diff: {text}\n")
+    write_line(sys.stderr, f"krmfn diff: {text}")
 
 
 def _json_event(out: TextIO, found: Change | Failure) -> None:

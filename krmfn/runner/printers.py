@@ -1,7 +1,7 @@
 """Turning events into output: a live view on a terminal, plain lines otherwise, or JSON lines.
 
 Printers only format; the engine never writes to the terminal itself. ``make_printer`` picks one. Every
-line of text output goes through ``terminal.safe_line``: events carry cluster text (conditions, pod
+line of text output goes through ``terminal.write_line``: events carry cluster text (conditions, pod
 termination messages and logs, API errors) and manifest text (names, step names).
 """
 
@@ -30,7 +30,7 @@ from krmfn.runner.events import (
     to_dict,
 )
 from krmfn.runner.plan import Plan, Step
-from krmfn.terminal import fit, safe_line
+from krmfn.terminal import clear_lines, fit, lines_text, safe_line, write_line
 
 if TYPE_CHECKING:
     from krmfn.runner.engine import Result
@@ -123,11 +123,11 @@ class PlainPrinter:
     def __call__(self, event: Event) -> None:
         if isinstance(event, Error):
             return  # the summary line carries it, once
-        self.out.write(safe_line(describe(event)) + "\n")
+        write_line(self.out, describe(event))
         self.out.flush()
 
     def summary(self, result: Result) -> None:
-        self.out.write(safe_line(summary_line(result, self.dry_run)) + "\n")
+        write_line(self.out, summary_line(result, self.dry_run))
         self.out.flush()
 
     def close(self) -> None:
@@ -216,13 +216,13 @@ class TtyPrinter:
             self._rows[event.object] = (event.state, event.message)
         elif isinstance(event, StepDone):
             self._clear()
-            self.out.write(safe_line(describe(event)) + "\n")
+            write_line(self.out, describe(event))
             for obj, (state, message) in self._rows.items():
-                self.out.write(safe_line(f"  {obj}: {state}" + (f": {message}" if message else "")) + "\n")
+                write_line(self.out, f"  {obj}: {state}" + (f": {message}" if message else ""))
             self._step, self._rows = None, {}
         elif isinstance(event, Prune | Lock | Inventory):
             self._clear()
-            self.out.write(safe_line(describe(event)) + "\n")
+            write_line(self.out, describe(event))
 
     def _block(self) -> list[str]:
         if self._step is None:
@@ -241,14 +241,14 @@ class TtyPrinter:
 
     def _clear(self) -> None:
         if self._drawn:
-            self.out.write(f"\x1b[{self._drawn}F\x1b[J")
+            clear_lines(self.out, self._drawn)
             self._drawn = 0
 
     def _draw(self) -> None:
         self._clear()
         lines = self._block()
         for line in lines:
-            self.out.write(line + "\n")
+            write_line(self.out, line)  # escaped and fitted already: the writer leaves it as it is
         self._drawn = len(lines)
         self.out.flush()
 
@@ -261,7 +261,7 @@ class TtyPrinter:
     def summary(self, result: Result) -> None:
         with self._lock:
             self._clear()
-            self.out.write(safe_line(summary_line(result, self.dry_run)) + "\n")
+            write_line(self.out, summary_line(result, self.dry_run))
             self.out.flush()
 
     def close(self) -> None:
@@ -289,6 +289,11 @@ def plan_data(plan: Plan) -> dict[str, Any]:
 
 
 def format_plan(plan: Plan) -> str:
+    return lines_text(plan_lines(plan))
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    """The plan as lines of text, unescaped (the writer escapes them)."""
     lines = []
     for step in plan.steps:
         wait = "waits for health" if step.wait else "does not wait"
@@ -301,4 +306,4 @@ def format_plan(plan: Plan) -> str:
         lines.extend(f"  {n}. {item.key}" for n, item in enumerate(step.items, 1))
     if not lines:
         lines.append("nothing to apply")
-    return "".join(safe_line(line) + "\n" for line in lines)
+    return lines

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from krmfn.cliargs import CommandParser
 from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import RunnerError
 from krmfn.kobj import annotations_of
@@ -25,7 +26,7 @@ from krmfn.runner.cli import _duration, interruptible
 from krmfn.runner.runs import RunRecord, decode_plan
 from krmfn.runner.status import Health, health
 from krmfn.steps import STEP, UNSTEPPED, index_of
-from krmfn.terminal import safe_line
+from krmfn.terminal import write_line, write_lines
 
 EXIT_UNHEALTHY = 1
 EXIT_USAGE = 2
@@ -46,7 +47,7 @@ EXAMPLES = (
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog="krmfn status",
         description="Show what the inventory records of the last run (start, end, result, failed step, "
         "step durations) and the live health of its members by step, by the runner's own health rules: "
@@ -112,7 +113,7 @@ class Report:
 
 
 def _fail(err: RunnerError | str) -> None:
-    sys.stderr.write(safe_line(f"krmfn status: {err}") + "\n")
+    write_line(sys.stderr, f"krmfn status: {err}")
 
 
 def main(argv: list[str]) -> int:
@@ -329,5 +330,5 @@ def write_text(out: TextIO, report: Report, history: bool) -> None:
         lines.append(f"the last plan had {report.plan_count} object(s), too many to record which")
     lines.append("healthy" if report.healthy else f"not healthy: {'; '.join(report.problems[:5])}"
                  + (f" and {len(report.problems) - 5} more" if len(report.problems) > 5 else ""))  # fmt: skip
-    out.write("".join(safe_line(line) + "\n" for line in lines))
+    write_lines(out, lines)
     out.flush()

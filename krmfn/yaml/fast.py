@@ -32,7 +32,7 @@ from yaml.events import (
     StreamStartEvent,
 )
 
-from krmfn.errors import DuplicateKeyError
+from krmfn.errors import DuplicateKeyError, LimitExceededError
 from krmfn.patterns import deferred
 
 _T = "tag:yaml.org,2002:"
@@ -179,12 +179,76 @@ class MappingFrame:
 
 _MERGE = object()
 
+DEFAULT_MAX_DEPTH = 200
+"""The depth a reader allows when its caller names none: the deepest KRMFN_MAX_DEPTH may be set."""
 
-def _documents(parser: Any) -> Iterator[Any]:
-    """Every document of the stream, built from events (aliases share objects, as PyYAML's do)."""
+
+def too_deep(max_depth: int) -> LimitExceededError:
+    return LimitExceededError(f"input nests deeper than {max_depth} levels (KRMFN_MAX_DEPTH)")
+
+
+class DepthBound:
+    """Nesting bounded while a document is built, before anything walks it (every walker of a value,
+    the limit checks' own included, may recurse): a collection opened past the limit, or an alias whose
+    anchored collection would reach past it where the alias sits, is refused on the spot. An alias to a
+    collection still being built is a recursive alias, refused too. The depth counted is
+    ``KRMFN_MAX_DEPTH``'s: the document's root is at depth 0, so ``max_depth + 1`` collections may be
+    open at once (an alias that is a merge key's value is counted one level deeper than its keys land).
+    Heights of anchored values are measured once, without recursion, and remembered by identity."""
+
+    __slots__ = ("heights", "limit", "max_depth", "open")
+
+    def __init__(self, max_depth: int) -> None:
+        self.max_depth = max_depth
+        self.limit = max_depth + 1
+        self.heights: dict[int, int] = {}
+        self.open: set[int] = set()
+        """Anchored collections not finished yet: an alias to one is recursive."""
+
+    def reset(self) -> None:
+        self.heights.clear()
+        self.open.clear()
+
+    def alias(self, value: Any, depth: int) -> None:
+        """An alias to ``value`` placed with ``depth`` collections open around it."""
+        if type(value) is not dict and type(value) is not list:
+            return
+        height = self.heights.get(id(value))
+        if height is None:
+            if id(value) in self.open:
+                raise LimitExceededError("input contains a recursive YAML alias")
+            height = self.height(value)
+        if depth + height > self.limit:
+            raise too_deep(self.max_depth)
+
+    def height(self, value: Any) -> int:
+        """Collections on the longest path down from ``value`` (a finished collection), itself included."""
+        memo = self.heights
+        stack: list[tuple[Any, bool]] = [(value, False)]
+        while stack:
+            item, done = stack.pop()
+            if id(item) in memo:
+                continue
+            children = [c for c in (item.values() if type(item) is dict else item) if type(c) in _COLLECTIONS]
+            if done:
+                memo[id(item)] = 1 + max((memo[id(c)] for c in children), default=0)
+            else:
+                stack.append((item, True))
+                stack.extend((c, False) for c in children if id(c) not in memo)
+        return memo[id(value)]
+
+
+_COLLECTIONS = (dict, list)
+
+
+def _documents(parser: Any, max_depth: int = DEFAULT_MAX_DEPTH) -> Iterator[Any]:  # noqa: PLR0915  # the hot loop
+    """Every document of the stream, built from events (aliases share objects, as PyYAML's do), its
+    nesting bounded as it is built (``DepthBound``)."""
     anchors: dict[str, Any] = {}
     stack: list[Any] = []  # MappingFrame frames and lists
     root: list[Any] = []
+    bound = DepthBound(max_depth)
+    limit, building = bound.limit, bound.open
     while parser.check_event():
         event = parser.get_event()
         kind = type(event)
@@ -196,29 +260,42 @@ def _documents(parser: Any) -> Iterator[Any]:
             value = {}
             if event.anchor is not None:
                 anchors[event.anchor] = value
+                building.add(id(value))
             add_value(stack, root, value, event)
             stack.append(MappingFrame(value))
+            if len(stack) > limit:
+                raise too_deep(max_depth)
             continue
         elif kind is SequenceStartEvent:
             value = []
             if event.anchor is not None:
                 anchors[event.anchor] = value
+                building.add(id(value))
             add_value(stack, root, value, event)
             stack.append(value)
+            if len(stack) > limit:
+                raise too_deep(max_depth)
             continue
         elif kind is MappingEndEvent:
-            stack.pop().finish()
+            frame = stack.pop()
+            frame.finish()
+            if building:
+                building.discard(id(frame.target))
             continue
         elif kind is SequenceEndEvent:
-            stack.pop()
+            done = stack.pop()
+            if building:
+                building.discard(id(done))
             continue
         elif kind is AliasEvent:
             if event.anchor not in anchors:
                 raise event_problem(f"found undefined alias {event.anchor!r}", event)
             value = anchors[event.anchor]
+            bound.alias(value, len(stack))
         elif kind is DocumentStartEvent:
             anchors.clear()
             root.clear()
+            bound.reset()
             continue
         elif kind is DocumentEndEvent:
             yield root[0] if root else None
@@ -273,10 +350,10 @@ def _merge_pairs(value: Any, event: Any) -> list[tuple[Any, Any]]:
     raise event_problem("expected a mapping or list of mappings for merging", event)
 
 
-def load_single(text: str) -> Any:
+def load_single(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
     parser = CParser(text)
     try:
-        docs = _documents(parser)
+        docs = _documents(parser, max_depth)
         first = next(docs, None)
         for _ in docs:
             raise yaml.composer.ComposerError(
@@ -287,10 +364,10 @@ def load_single(text: str) -> Any:
         parser.dispose()
 
 
-def load_all(text: str) -> Iterator[Any]:
+def load_all(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> Iterator[Any]:
     parser = CParser(text)
     try:
-        yield from _documents(parser)
+        yield from _documents(parser, max_depth)
     finally:
         parser.dispose()
 

@@ -25,6 +25,7 @@ from yaml.cyaml import CEmitter, CParser  # type: ignore[attr-defined]
 from krmfn.errors import DuplicateKeyError, LimitExceededError, YAMLSyntaxError
 from krmfn.limits import Limits
 from krmfn.yaml import fast as yamlfast
+from krmfn.yaml.fast import too_deep
 
 Mode = Literal["fast", "fidelity"]
 
@@ -155,10 +156,10 @@ def parse_errors(text: str, limits: Limits) -> Iterator[None]:
     except (DuplicateKeyError, LimitExceededError):
         raise
     except RecursionError:
-        raise LimitExceededError(
-            f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)"
-        ) from None
+        raise too_deep(limits.max_depth) from None
     except Exception as err:
+        if "nesting depth" in str(getattr(err, "problem", "")):  # libyaml's own bound (1000 flow levels),
+            raise too_deep(limits.max_depth) from None  # met while scanning ahead: the same limit
         raise YAMLSyntaxError(not_utf8(text) or describe_yaml_error(err)) from None
 
 
@@ -171,18 +172,22 @@ def _parse(text: str, mode: Mode, limits: Limits, single: bool) -> list[Any]:
     check_size(text, limits, mode)
     with parse_errors(text, limits):
         if mode == "fast":
-            docs = [_load_fast(text)] if single else list(yamlfast.load_all(text))
+            docs = (
+                [_load_fast(text, limits.max_depth)]
+                if single
+                else list(yamlfast.load_all(text, limits.max_depth))
+            )
         else:
             _check_flow_depth(text, limits)
             docs = [_load_fidelity(text)] if single else _load_fidelity(text, every_document=True)
     aliases = aliases_possible(text)
+    if mode == "fast" and not aliases:
+        return docs  # built within the depth limit (yamlfast.DepthBound); nothing is shared to count
     try:
         for doc in docs:
             check_expanded(doc, limits, aliases)
-    except RecursionError:  # the alias measure recurses; KRMFN_MAX_DEPTH set near Python's own limit
-        raise LimitExceededError(
-            f"input nests deeper than {limits.max_depth} levels (KRMFN_MAX_DEPTH)"
-        ) from None
+    except RecursionError:  # ruamel's documents (tests only) are depth-checked without their aliases
+        raise too_deep(limits.max_depth) from None
     return docs
 
 
@@ -231,8 +236,8 @@ def not_utf8(text: str) -> str:
     return f"input is not valid UTF-8: {what} at line {line}, column {column}"
 
 
-def _load_fast(text: str) -> Any:
-    return yamlfast.load_single(text)
+def _load_fast(text: str, max_depth: int = yamlfast.DEFAULT_MAX_DEPTH) -> Any:
+    return yamlfast.load_single(text, max_depth)
 
 
 def _load_fidelity(text: str, every_document: bool = False) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -154,3 +155,20 @@ def run_cli_many(
         out, err = proc.communicate(data, timeout=timeout)
         runs.append(CliRun(proc.returncode, out, err))
     return runs
+
+
+# What may not reach a terminal: C0 but the line feed, DEL, C1 (UTF-8 C2 80..9F), U+2028/2029, bidi
+# embeddings, overrides, isolates and marks, zero-width characters, a BOM, and CI workflow command marks.
+UNSAFE_BYTES = re.compile(
+    rb"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa0-\xaf]"
+    rb"|\xef\xbb\xbf|::|##"
+)
+
+
+def inert(text: str | bytes, where: str) -> None:
+    """Fails unless ``text`` (lines for a terminal) holds nothing a terminal or a CI runner acts on."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape")
+    found = UNSAFE_BYTES.search(data)
+    if found is not None:
+        context = data[max(found.start() - 40, 0) : found.start() + 20]
+        raise AssertionError(f"{where}: {found.group()!r} at byte {found.start()}: {context!r}")

@@ -8,16 +8,26 @@ no globals (no ``range``, ``cycler``, ``lipsum``...), reads attributes only as m
 refuses calls, bounds ``*``, ``**``, ``+`` and ``%``, and checks the size of every filter result.
 Undefined names are errors (StrictUndefined).
 
+Each expression is bounded on its own (MAX_STRING); a whole render is bounded by one ``Budget``: the
+characters its expressions put into the manifests, and the work they take (characters built or
+measured, operations, characters compiled). ``budget()`` opens it for a render-inputs run, or for a
+whole ``krmfn render`` around every run of its pipelines.
+
 Jinja2 is imported on first use: most resources hold no expression, and start-up time matters.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from krmfn.errors import KrmfnError
+from krmfn.limits import ENV, Limits
 from krmfn.yaml.fast import INT_MAX, INT_MIN
 
 MAX_STRING = 256 * 1024
@@ -28,6 +38,71 @@ MAX_DEPTH = 50
 # Bounds the work of compiling one expression (Jinja compiles it to Python source).
 MAX_EXPRESSION = 1024
 _MAX_POWER_BITS = 4096
+
+
+OPERATION_STEPS = 1000
+"""Work charged for each operator or filter, whatever it builds (about a microsecond each)."""
+COMPILE_STEPS = 8000
+"""Work charged per character of an expression compiled (Jinja compiles to Python: ~8 µs a character)."""
+
+
+class BudgetExceeded(KrmfnError):
+    """A render's expressions built or worked past its budget: the render stops there. Not a
+    RenderError, so no expression's own error handling turns it into one result per expression."""
+
+
+@dataclass
+class Budget:
+    """What one render may build: ``output`` characters into the manifests, ``work`` steps in all."""
+
+    output_limit: int
+    work_limit: int
+    output: int = 0
+    work: int = 0
+
+    def built(self, size: int) -> None:
+        self.work += size + OPERATION_STEPS
+        if self.work > self.work_limit:
+            raise BudgetExceeded(
+                f"the render's expressions take more than {self.work_limit} steps of work in total "
+                f"({Limits.RENDER_STEPS_PER_BYTE} per character of {ENV['max_render_bytes']})"
+            )
+
+    def compiled(self, size: int) -> None:
+        self.built(size * COMPILE_STEPS)
+
+    def emitted(self, size: int) -> None:
+        self.output += size
+        if self.output > self.output_limit:
+            raise BudgetExceeded(
+                f"the render's expressions build more than {self.output_limit} characters in total "
+                f"({ENV['max_render_bytes']})"
+            )
+
+
+_BUDGET: ContextVar[Budget | None] = ContextVar("render_budget", default=None)
+
+
+@contextmanager
+def budget(limits: Limits) -> Iterator[Budget]:
+    """The budget of the render in progress, or a new one for a render that starts here."""
+    current = _BUDGET.get()
+    if current is not None:
+        yield current
+        return
+    opened = Budget(limits.max_render_bytes, limits.max_render_bytes * Limits.RENDER_STEPS_PER_BYTE)
+    token = _BUDGET.set(opened)
+    try:
+        yield opened
+    finally:
+        _BUDGET.reset(token)
+
+
+def charge(steps: int) -> None:
+    """Charge ``steps`` of work to the render in progress (a filter slower than a character a step)."""
+    spent = _BUDGET.get()
+    if spent is not None:
+        spent.built(steps)
 
 
 class RenderError(Exception):
@@ -113,12 +188,18 @@ def render(text: str, inputs: Mapping[str, Any]) -> Any:
     spans = Scan(text).spans() if "<<" in text else []
     if not spans:
         return text
+    spent = _BUDGET.get()
     if len(spans) == 1 and spans[0] == (0, len(text)):
         value = _value(text, inputs, lambda value, source: native(_check(value), source))
+        if spent is not None:
+            spent.emitted(size_of(value))
         return _no_new_expression(value)
     pieces, last = [], 0
     for start, end in spans:
-        pieces += [text[last:start], _value(text[start:end], inputs, to_text)]
+        piece = _value(text[start:end], inputs, to_text)
+        if spent is not None:
+            spent.emitted(len(piece))
+        pieces += [text[last:start], piece]
         last = end
     pieces.append(text[last:])
     if sum(map(len, pieces)) > MAX_STRING:
@@ -178,10 +259,18 @@ def _evaluate(expression: str, inputs: Mapping[str, Any]) -> Any:
         raise RenderError(f"{type(err).__name__}: {err}", expression, type(err).__name__) from None
 
 
-@cache
+_COMPILED: dict[str, Callable[..., Any]] = {}
+
+
 def _compile(source: str) -> Callable[..., Any]:
-    compiled: Callable[..., Any] = _environment().compile_expression(source, undefined_to_none=False)
-    return compiled
+    """Each source compiled once per process; a compile is charged to the render that needs it."""
+    found = _COMPILED.get(source)
+    if found is None:
+        spent = _BUDGET.get()
+        if spent is not None:
+            spent.compiled(len(source))
+        found = _COMPILED[source] = _environment().compile_expression(source, undefined_to_none=False)
+    return found
 
 
 def _value(expression: str, inputs: Mapping[str, Any], finish: Callable[[Any, str], Any]) -> Any:
@@ -258,10 +347,12 @@ def size_of(value: Any, limit: int = MAX_STRING) -> int:
     return total
 
 
-def check_room(size: int) -> None:
-    """Refuse before building a result that would be over the limit."""
+def check_room(size: int, spend: bool = True) -> None:
+    """Refuse before building a result that would be over the limit; charge it to the render."""
     if size > MAX_STRING:
         raise RenderError(f"a value of over {MAX_STRING} characters")
+    if spend:
+        charge(size)
 
 
 def check_defined(value: Any) -> None:

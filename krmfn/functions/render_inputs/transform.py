@@ -9,6 +9,7 @@ from krmfn import ResourceList
 from krmfn.functions.render_inputs import engine
 from krmfn.functions.render_inputs.config import STRING_VALUES, RenderInputsConfig
 from krmfn.kobj import Obj, is_local_config, set_scalar, walk_strings
+from krmfn.limits import Limits
 from krmfn.yaml.io import plain
 
 
@@ -60,18 +61,27 @@ def render_inputs(rl: ResourceList, config: RenderInputsConfig) -> None:
         rl.results.info("rendered 0 expression(s) in 0 resource(s)")
         return
     strings = resources = 0
-    for obj in rl.items:
-        if is_local_config(obj):
-            continue
-        renderer = _Renderer(rl, obj, inputs)
-        if _is_secret(obj) and not config.render_secrets:
-            _leave_payload(rl, obj)
-            renderer.value({k: v for k, v in obj.items() if k not in SECRET_PAYLOAD}, "", obj)
-        else:
-            renderer.value(obj, "")
-        strings += renderer.rendered
-        resources += bool(renderer.rendered)
+    with engine.budget(Limits.from_env()):  # one budget for the run (or the krmfn render around it)
+        for obj in rl.items:
+            if is_local_config(obj):
+                continue
+            renderer = _Renderer(rl, obj, inputs)
+            try:
+                if _is_secret(obj) and not config.render_secrets:
+                    _leave_payload(rl, obj)
+                    renderer.value({k: v for k, v in obj.items() if k not in SECRET_PAYLOAD}, "", obj)
+                else:
+                    renderer.value(obj, "")
+            except _Spent:  # no partial output: what was rendered so far goes with the items
+                rl.items.clear()
+                return
+            strings += renderer.rendered
+            resources += bool(renderer.rendered)
     rl.results.info(f"rendered {strings} expression(s) in {resources} resource(s)")
+
+
+class _Spent(Exception):
+    """The render's budget ran out (one error result says where): no expression is rendered after."""
 
 
 SECRET_PAYLOAD = ("data", "stringData")
@@ -112,6 +122,9 @@ class _Renderer:
             return False, text
         try:
             value = engine.render(text, self.inputs)
+        except engine.BudgetExceeded as err:  # generic: quotes nothing of the expression or inputs
+            self.rl.results.error(str(err), self.obj, field=path)
+            raise _Spent from None
         except engine.RenderError as err:
             # In a Secret the expression is the Secret's value: report why, never what (nor a token
             # of it, such as an attribute or filter name).

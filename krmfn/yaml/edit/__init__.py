@@ -35,10 +35,10 @@ def load(text: str, limits: Limits) -> Source:
     """Every document of ``text`` with its node map; refuses what ``yamlio.load_documents`` refuses."""
     check_size(text, limits)
     with parse_errors(text, limits):
-        source = parse(text)
-    aliases = aliases_possible(text)
-    for doc in source.documents:
-        check_expanded(doc.value, limits, aliases)
+        source = parse(text, limits.max_depth)
+    if aliases_possible(text):  # depth was bounded as the documents were built: count shared values
+        for doc in source.documents:
+            check_expanded(doc.value, limits)
     return source
 
 

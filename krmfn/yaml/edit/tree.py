@@ -84,12 +84,13 @@ class Source(Record):
         self.documents = documents
 
 
-def parse(text: str) -> Source:
-    """Every document of ``text``; raises what ``yamlfast`` raises, for the same input."""
+def parse(text: str, max_depth: int = yamlfast.DEFAULT_MAX_DEPTH) -> Source:
+    """Every document of ``text``; raises what ``yamlfast`` raises, for the same input (its nesting
+    bounded as it is built, ``yamlfast.DepthBound``)."""
     parser = CParser(text)
     try:
         nodes = Nodes()
-        documents = list(_documents(parser, nodes, text))
+        documents = list(_documents(parser, nodes, text, max_depth))
     finally:
         parser.dispose()
     for number, doc in enumerate(documents):
@@ -102,7 +103,7 @@ def parse(text: str) -> Source:
     return Source(text, nodes, documents)
 
 
-def _documents(parser: Any, nodes: Nodes, text: str) -> Iterator[Document]:  # noqa: PLR0915
+def _documents(parser: Any, nodes: Nodes, text: str, max_depth: int) -> Iterator[Document]:  # noqa: PLR0915
     # the loop of yamlfast._documents plus the node map; kept as one loop because this is the hot path.
     add = yamlfast.add_value
     starts, ends, afters, kinds, values = nodes.start, nodes.end, nodes.after, nodes.kind, nodes.value
@@ -113,6 +114,8 @@ def _documents(parser: Any, nodes: Nodes, text: str) -> Iterator[Document]:  # n
     root: list[Any] = []
     doc_start = doc_root = 0
     bom = 1 if text.startswith("\ufeff") else 0  # libyaml's offsets do not count it
+    bound = yamlfast.DepthBound(max_depth)
+    limit, building = bound.limit, bound.open
     start_add, end_add, after_add, kind_add, value_add = (
         starts.append,
         ends.append,
@@ -171,8 +174,11 @@ def _documents(parser: Any, nodes: Nodes, text: str) -> Iterator[Document]:  # n
             if event.anchor is not None:
                 anchors[event.anchor] = (value, number)
                 nodes.anchor[number] = event.anchor
+                building.add(id(value))
             add(stack, root, value, event)
             stack.append(yamlfast.MappingFrame(value) if isinstance(value, dict) else value)
+            if len(stack) > limit:
+                raise yamlfast.too_deep(max_depth)
             numbers.append(number)
             lasts.append(-1)
             continue
@@ -182,6 +188,8 @@ def _documents(parser: Any, nodes: Nodes, text: str) -> Iterator[Document]:  # n
                 if frame.merges:
                     nodes.merged.add(numbers[-1])
                 frame.finish()
+            if building:
+                building.discard(id(frame.target if kind is MappingEndEvent else frame))
             node = numbers.pop()
             last = lasts.pop()
             afters[node] = number
@@ -197,6 +205,7 @@ def _documents(parser: Any, nodes: Nodes, text: str) -> Iterator[Document]:  # n
             if found is None:
                 raise yamlfast.event_problem(f"found undefined alias {event.anchor!r}", event)
             value, target = found
+            bound.alias(value, len(stack))
             starts.append(event.start_mark.index + bom)
             ends.append(event.end_mark.index + bom)
             afters.append(number + 1)
@@ -205,6 +214,7 @@ def _documents(parser: Any, nodes: Nodes, text: str) -> Iterator[Document]:  # n
         elif kind is DocumentStartEvent:
             anchors.clear()
             root.clear()
+            bound.reset()
             doc_start = event.start_mark.index + bom
             doc_root = number
             continue
