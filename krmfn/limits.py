@@ -22,7 +22,14 @@ ENV = {
 class Limits(FrozenRecord):
     """The bounds on what a function reads (docs/limits.md)."""
 
-    __slots__ = _fields = ("max_bytes", "max_fidelity_bytes", "max_items", "max_depth", "max_nodes")
+    __slots__ = _fields = (
+        "max_bytes",
+        "max_fidelity_bytes",
+        "max_items",
+        "max_depth",
+        "max_nodes",
+        "max_render_bytes",
+    )
 
     def __init__(
         self,
@@ -31,12 +38,14 @@ class Limits(FrozenRecord):
         max_items: int = 200_000,
         max_depth: int = 100,
         max_nodes: int = 20_000_000,
+        max_render_bytes: int = 8 * 1024 * 1024,
     ) -> None:
         self.max_bytes = max_bytes
         self.max_fidelity_bytes = max_fidelity_bytes
         self.max_items = max_items
         self.max_depth = max_depth
         self.max_nodes = max_nodes
+        self.max_render_bytes = max_render_bytes
 
     max_bytes: int
     """Size of the input text. Reading it and writing it back takes up to ~60 times its size in RSS on
@@ -52,7 +61,7 @@ class Limits(FrozenRecord):
     """Nesting depth of any value (Kubernetes objects rarely pass 20)."""
     max_nodes: int
     """Values after alias expansion: what a billion-laughs document explodes into."""
-    max_render_bytes: int = 8 * 1024 * 1024
+    max_render_bytes: int
     """Characters render-inputs' expressions may put into the manifests in one render, in total (each
     expression is bounded on its own too): 21 characters (``<< 'x' * 87000 * 3 >>``) build 261 KB, so a
     small manifest could otherwise produce gigabytes. 8 MiB of the costliest characters (astral, 4 bytes
