@@ -127,20 +127,13 @@ def table(title: str, header: list[str], rows: list[list[str]]) -> None:
 
 
 def cold_start(repeats: int) -> None:
-    base, _ = median_of(repeats, lambda: timed([sys.executable, "-c", "pass"]))
-    rows = [["`python -c pass`", f"{base * 1000:.1f}", "-", "1.00"]]
-    for name in CONFIGS:
-        data = gen.resource_list(10, function_config(name)).encode()
-        seconds, _ = median_of(repeats, functools.partial(timed, [str(BIN / f"krmfn-{name}")], data))
-        rows.append(
-            [
-                f"`krmfn-{name}`",
-                f"{seconds * 1000:.1f}",
-                f"{(seconds - base) * 1000:.1f}",
-                f"{seconds / base:.2f}",
-            ]
-        )
-    table("Cold start on a 10-item ResourceList (median ms)", ["command", "ms", "over python", "ratio"], rows)
+    """bench/coldstart.py's table (the one cold-start measurement)."""
+    if TYPE_CHECKING:
+        from bench import coldstart
+    else:
+        import coldstart
+
+    coldstart.cold_start(repeats)
 
 
 def throughput(sizes: list[int], repeats: int) -> None:

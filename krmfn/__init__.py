@@ -10,7 +10,43 @@ runtime and its YAML parsers.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
+
+
+class _DeferredModule(types.ModuleType):
+    """A stand-in in ``sys.modules`` until the module is used: its first missing attribute imports the
+    real module, which then replaces it everywhere it was bound (its namespace is copied in)."""
+
+    def __getattr__(self, name: str) -> Any:
+        del sys.modules[self.__name__]
+        real = importlib.import_module(self.__name__)
+        self.__dict__.update(real.__dict__)
+        return getattr(real, name)
+
+
+def _defer_inspect() -> None:
+    """``dataclasses`` imports ``inspect`` (with ast, dis and tokenize: ~7 ms of every function's start)
+    for one thing: a signature for the docstring of a dataclass that has none. Every krmfn dataclass has
+    a docstring, so ``inspect`` waits for a real use (tests/test_startup_imports.py keeps it so). The
+    stand-in carries the real module's spec, so an ``import inspect`` statement takes it as loaded
+    (``importlib.util.LazyLoader`` cannot do this: the import statement reads ``__spec__``, which loads
+    the lazy module)."""
+    if "inspect" in sys.modules or "dataclasses" in sys.modules:
+        return
+    from importlib.machinery import PathFinder
+
+    spec = PathFinder.find_spec("inspect")
+    if spec is None:
+        return
+    stand_in = _DeferredModule("inspect")
+    stand_in.__spec__ = spec
+    stand_in.__file__ = spec.origin
+    sys.modules["inspect"] = stand_in
+
+
+_defer_inspect()
 
 if TYPE_CHECKING:
     from krmfn.function import Function

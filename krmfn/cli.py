@@ -5,7 +5,6 @@ Subcommands import their modules lazily so ``krmfn fn`` starts as fast as a cons
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -42,16 +41,10 @@ EXAMPLES = (
 
 
 def entry() -> NoReturn:
-    """The ``krmfn`` console script: ``main`` then an immediate exit.
+    """The ``krmfn`` console script: ``main`` then an immediate exit (see krmfn.shutdown)."""
+    from krmfn.shutdown import exit_now
 
-    Interpreter shutdown (module teardown, the HTTP client's threads) costs ~35 ms per run and does no
-    work a finished CLI needs, so output is flushed and the process ends at once.
-    """
-    code = main()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    os._exit(code)
+    exit_now(main())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

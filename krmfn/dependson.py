@@ -9,19 +9,24 @@ reads ``/namespaces/apps/ConfigMap/settings``. References are joined with ``,``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from krmfn.records import OrderedRecord
 
 __all__ = ["ANNOTATION", "ObjRef", "format_set", "parse_ref", "parse_set"]
 
 ANNOTATION = "config.kubernetes.io/depends-on"
 
 
-@dataclass(frozen=True, order=True)
-class ObjRef:
-    group: str
-    kind: str
-    name: str
-    namespace: str = ""
+class ObjRef(OrderedRecord):
+    """One object a depends-on entry names, as cli-utils writes it."""
+
+    __slots__ = _fields = ("group", "kind", "name", "namespace")
+
+    def __init__(self, group: str, kind: str, name: str, namespace: str = "") -> None:
+        self.group = group
+        self.kind = kind
+        self.name = name
+        self.namespace = namespace
 
     def format(self) -> str:
         if self.namespace:

@@ -15,15 +15,17 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TextIO, TypeVar
+from typing import Any, Generic, NoReturn, TextIO, TypeVar
 
 from krmfn import config as cfg
 from krmfn.cliargs import Parser, UsageError
 from krmfn.clihelp import FUNCTION_EXIT_CODES, epilog
 from krmfn.errors import DEBUG_ENV, ConfigError, InputError, KrmfnError
 from krmfn.limits import Limits
+from krmfn.records import FrozenRecord
 from krmfn.resourcelist import ResourceList, choose_mode, parse, serialize, under_kpt
 from krmfn.results import Result
+from krmfn.shutdown import exit_now
 from krmfn.terminal import write_line
 from krmfn.yaml.io import load_documents
 
@@ -32,6 +34,8 @@ C = TypeVar("C")
 
 @dataclass(frozen=True)
 class Function(Generic[C]):
+    """A KRM function: its names, config class, transform and help."""
+
     name: str
     """kebab-case: the console script is ``krmfn-<name>``, the CLI ``krmfn fn <name>``."""
     kind: str
@@ -119,6 +123,11 @@ class Function(Generic[C]):
     ) -> int:
         return run_cli(self.name, self.outcome, self.help_text(), argv, stdin, stdout, stderr)
 
+    def console(self) -> NoReturn:
+        """The ``krmfn-<name>`` console script: ``main`` with the process's streams, then an immediate
+        exit (krmfn.shutdown: interpreter teardown would cost more than the function's own work)."""
+        exit_now(self.main())
+
     def help_text(self) -> str:
         lines = [
             f"krmfn-{self.name}: {self.summary}",
@@ -180,14 +189,18 @@ def point_at_config(results: Sequence[Result], raw_config: Any) -> None:
             result.obj = raw_config
 
 
-@dataclass(frozen=True)
-class Outcome:
-    text: str
-    code: int
-    results: list[Result]
-    on_stderr: bool = True
-    """Whether the results also go to stderr: not under kpt, which prints the results the output
-    ResourceList carries as well as stderr (they would show twice); kustomize shows only stderr."""
+class Outcome(FrozenRecord):
+    """What one run gives back: the output text, the exit code and the results."""
+
+    __slots__ = _fields = ("text", "code", "results", "on_stderr")
+
+    def __init__(self, text: str, code: int, results: list[Result], on_stderr: bool = True) -> None:
+        self.text = text
+        self.code = code
+        self.results = results
+        self.on_stderr = on_stderr
+        """Whether the results also go to stderr: not under kpt, which prints the results the output
+        ResourceList carries as well as stderr (they would show twice); kustomize shows only stderr."""
 
 
 def _unreadable(message: str, tags: dict[str, str] | None = None, text: str = "") -> Outcome:
@@ -243,13 +256,8 @@ def run_cli(  # noqa: PLR0917  # mirrors main()'s injectable streams
 ) -> int:
     """The only place a function touches stdin, stdout, stderr and files."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
-    parser = Parser(f"krmfn-{name}")
-    parser.add_argument("--yaml", dest="mode", metavar="MODE")
-    parser.add_argument("--fn-config", metavar="FILE")
-    parser.add_argument("--quiet", "-q", action="store_true")
-    parser.add_argument("files", nargs="*", metavar="FILE")
     try:
-        args = parser.parse(list(sys.argv[1:] if argv is None else argv))
+        args = parser_of(name).parse(list(sys.argv[1:] if argv is None else argv))
     except UsageError as err:
         write_line(stderr, f"krmfn-{name}: {err}; see --help")
         return 2
@@ -294,6 +302,16 @@ def run_cli(  # noqa: PLR0917  # mirrors main()'s injectable streams
         errors = sum(r.severity == "error" for r in outcome.results)
         write_line(stderr, f"krmfn-{name}: {errors} error(s), reported in the output ResourceList's results")
     return outcome.code
+
+
+def parser_of(name: str) -> Parser:
+    """The command line of every function (``--help`` describes it)."""
+    parser = Parser(f"krmfn-{name}")
+    parser.add_argument("--yaml", dest="mode", metavar="MODE")
+    parser.add_argument("--fn-config", metavar="FILE")
+    parser.add_argument("--quiet", "-q", action="store_true")
+    parser.add_argument("files", nargs="*", metavar="FILE")
+    return parser
 
 
 def _read_files(paths: list[str]) -> str:

@@ -16,8 +16,6 @@ which applies the change in place when it may.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
 MUTABLE_SPEC_FIELDS = (
@@ -49,10 +47,14 @@ def run_identity(spec: Any) -> Any:
 
 
 def canonical_json(value: Any) -> str:
+    import json  # imported here: set-steps uses this module without hashing (start-up time)
+
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def digest(value: Any, length: int) -> str:
+    import hashlib
+
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:length]
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from krmfn.numbers import whole
+from krmfn.records import OrderedRecord
 
 Obj = dict[str, Any]
 
@@ -18,14 +18,16 @@ MAX_INDEX = 2**31 - 1
 """The highest ``config.kubernetes.io/index`` read (a document's position in its file); another is none."""
 
 
-@dataclass(frozen=True, order=True)
-class Ref:
-    """apiVersion/kind/namespace/name of an object, as the spec's ``resourceRef``."""
+class Ref(OrderedRecord):
+    """apiVersion/kind/namespace/name of an object, as the spec's ``resourceRef``; ordered by its fields."""
 
-    api_version: str
-    kind: str
-    name: str
-    namespace: str = ""
+    __slots__ = _fields = ("api_version", "kind", "name", "namespace")
+
+    def __init__(self, api_version: str, kind: str, name: str, namespace: str = "") -> None:
+        self.api_version = api_version
+        self.kind = kind
+        self.name = name
+        self.namespace = namespace
 
     def __str__(self) -> str:
         where = f"{self.namespace}/" if self.namespace else ""

@@ -29,14 +29,12 @@ computed in a pipe after the build.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from krmfn.kobj import Obj, annotations_of, ref_of
+from krmfn.records import FrozenRecord
 from krmfn.yaml.io import plain
 
 _DOMAIN = "internal.config.kubernetes.io/"
@@ -88,13 +86,15 @@ CLUSTER_SCOPED_KINDS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(FrozenRecord):
     """The kind a reference field names (kustomize's ReferralTarget); empty group/version match any."""
 
-    kind: str
-    version: str = ""
-    group: str = ""
+    __slots__ = _fields = ("kind", "version", "group")
+
+    def __init__(self, kind: str, version: str = "", group: str = "") -> None:
+        self.kind = kind
+        self.version = version
+        self.group = group
 
     def selects(self, api_version: str, kind: str) -> bool:
         group, _, version = api_version.rpartition("/")
@@ -154,15 +154,18 @@ _POD_SPECS: dict[str, tuple[str, tuple[Target, ...]]] = {
 }
 
 
-@dataclass(frozen=True)
-class NameField:
+class NameField(FrozenRecord):
     """One name-reference field of an object: ``parent[key]`` holds the name of a ``target``."""
 
-    target: Target
-    parent: Any
-    key: Any
-    field: str
-    """Dotted path with list indices (``spec.template.spec.volumes[0].configMap.name``), as results use."""
+    __slots__ = _fields = ("target", "parent", "key", "field")
+
+    def __init__(self, target: Target, parent: Any, key: Any, field: str) -> None:
+        self.target = target
+        self.parent = parent
+        self.key = key
+        self.field = field
+        """Dotted path with list indices (``spec.template.spec.volumes[0].configMap.name``), as results
+        use."""
 
     @property
     def value(self) -> str:
@@ -224,11 +227,15 @@ def rewritten_fields(obj: Obj) -> frozenset[str]:
     return frozenset(f.field for f in name_fields(obj))
 
 
-@dataclass(frozen=True)
-class Id:
-    kind: str
-    name: str
-    namespace: str
+class Id(FrozenRecord):
+    """An object's kind, name and namespace, as kustomize identifies it."""
+
+    __slots__ = _fields = ("kind", "name", "namespace")
+
+    def __init__(self, kind: str, name: str, namespace: str) -> None:
+        self.kind = kind
+        self.name = name
+        self.namespace = namespace
 
 
 def _csv(obj: Obj, key: str) -> list[str] | None:
@@ -272,6 +279,8 @@ def needs_hash_suffix(obj: Obj) -> bool:
 
 def _go_json(value: Any) -> str:
     """``json.Marshal`` of Go: sorted keys, no spaces, and ``<``, ``>``, ``&``, U+2028/9 escaped."""
+    import json  # only a kustomize generator's name needs it: not on every function's start
+
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
         text = text.replace(char, escape)
@@ -300,6 +309,8 @@ def kustomize_hash(obj: Obj) -> str:
         encoded = {"kind": "ConfigMap", "name": "", "data": data if data is not None else ""}
         if mapping("binaryData") is not None:
             encoded["binaryData"] = mapping("binaryData")
+    import hashlib
+
     digest = hashlib.sha256(_go_json(encoded).encode("utf-8")).hexdigest()[:10]
     return digest.translate(str.maketrans("013ae", "ghkmt"))
 

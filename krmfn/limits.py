@@ -6,7 +6,8 @@ Each limit can be changed with an environment variable (the name is in ``ENV``).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+from krmfn.records import FrozenRecord
 
 ENV = {
     "max_bytes": "KRMFN_MAX_INPUT_BYTES",
@@ -18,23 +19,49 @@ ENV = {
 }
 
 
-@dataclass(frozen=True)
-class Limits:
-    max_bytes: int = 12 * 1024 * 1024
+class Limits(FrozenRecord):
+    """The bounds on what a function reads (docs/limits.md)."""
+
+    __slots__ = _fields = (
+        "max_bytes",
+        "max_fidelity_bytes",
+        "max_items",
+        "max_depth",
+        "max_nodes",
+        "max_render_bytes",
+    )
+
+    def __init__(
+        self,
+        max_bytes: int = 12 * 1024 * 1024,
+        max_fidelity_bytes: int = 1024 * 1024,
+        max_items: int = 200_000,
+        max_depth: int = 100,
+        max_nodes: int = 20_000_000,
+        max_render_bytes: int = 8 * 1024 * 1024,
+    ) -> None:
+        self.max_bytes = max_bytes
+        self.max_fidelity_bytes = max_fidelity_bytes
+        self.max_items = max_items
+        self.max_depth = max_depth
+        self.max_nodes = max_nodes
+        self.max_render_bytes = max_render_bytes
+
+    max_bytes: int
     """Size of the input text. Reading it and writing it back takes up to ~60 times its size in RSS on
     the fast path (a flow list of empty mappings, the costliest shape measured: 16 MiB took 0.97 GiB;
     manifests ~16 times), so a maximal input stays well within 1 GiB (docs/limits.md)."""
-    max_fidelity_bytes: int = 1024 * 1024
+    max_fidelity_bytes: int
     """Size of the input text ruamel's round trip may read: up to ~600 times its size in RSS (1 MiB of
     empty mappings took 0.63 GiB). The functions no longer use ruamel (``krmfn.yaml.edit`` reads at the
     fast path's cost); only the tests that use it as an oracle do."""
-    max_items: int = 200_000
+    max_items: int
     """Number of items in the ResourceList."""
-    max_depth: int = 100
+    max_depth: int
     """Nesting depth of any value (Kubernetes objects rarely pass 20)."""
-    max_nodes: int = 20_000_000
+    max_nodes: int
     """Values after alias expansion: what a billion-laughs document explodes into."""
-    max_render_bytes: int = 8 * 1024 * 1024
+    max_render_bytes: int
     """Characters render-inputs' expressions may put into the manifests in one render, in total (each
     expression is bounded on its own too): 21 characters (``<< 'x' * 87000 * 3 >>``) build 261 KB, so a
     small manifest could otherwise produce gigabytes. 8 MiB of the costliest characters (astral, 4 bytes

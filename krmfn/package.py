@@ -358,13 +358,17 @@ def location(obj: Obj, default_package: Path) -> tuple[Path, str, int]:
     return package, chosen, index
 
 
-def write(root: Package, items: list[Obj], mode: Mode) -> list[Path]:
+Warn = Callable[[str], None]
+
+
+def write(root: Package, items: list[Obj], mode: Mode, warn: Warn | None = None) -> list[Path]:
     """Write ``items`` back into the package tree; returns the files written or removed. Every target
     is checked before anything is written: inside the package root, through no symlink, a file the
     reader would read; and each is then opened by that same checked path (krmfn.packagefs).
 
     In fidelity mode a file whose objects were read from it is its own text with only the changes
-    spliced in (see ``krmfn.yaml.edit``): untouched files and documents stay byte for byte."""
+    spliced in (see ``krmfn.yaml.edit``): untouched files and documents stay byte for byte. A
+    document the splice could not edit is written anew, and ``warn`` gets a line naming it."""
     tree = root.tree or Tree(root.directory)
     files: dict[Parts, list[tuple[int, str, Obj]]] = {}
     for obj in items:
@@ -379,7 +383,7 @@ def write(root: Package, items: list[Obj], mode: Mode) -> list[Path]:
         for _, obj, _ in objects:
             strip(obj)
         if mode == "fidelity":
-            text = _file_text(objects, kpt_format=True)
+            text = _file_text(objects, kpt_format=True, warn=warn, file="/".join(target))
         else:
             text = "---\n".join(dump_one(obj, indent, mode) for indent, obj, _ in objects)
         if not _holds(tree, target, text):
@@ -445,7 +449,13 @@ def _origins(root: Package) -> dict[int, Origin]:
     return found
 
 
-def _file_text(objects: list[tuple[str, Obj, Origin | None]], *, kpt_format: bool = False) -> str:
+def _file_text(
+    objects: list[tuple[str, Obj, Origin | None]],
+    *,
+    kpt_format: bool = False,
+    warn: Warn | None = None,
+    file: str = "",
+) -> str:
     """A file's new text: each object's own document edited, new objects written in the file's style.
 
     ``kpt_format``: as ``kpt fn render`` writes the file. kpt re-emits every document of a package
@@ -466,6 +476,8 @@ def _file_text(objects: list[tuple[str, Obj, Origin | None]], *, kpt_format: boo
         else:
             text = yamledit.dump_new(obj, wide=indent == "wide")
         if kpt_format:
+            # go-yaml writes "\n" line breaks whatever the file had (YAML reads "\r\n" as one break).
+            text = text.replace("\r\n", "\n")
             # A spliced document keeps its file's layout: where that is already kpt's (a package kpt or
             # krmfn rendered before), the slow round-trip emitter is skipped.
             if spliced and _laid_out_as_kpt_writes(text):
@@ -474,6 +486,11 @@ def _file_text(objects: list[tuple[str, Obj, Origin | None]], *, kpt_format: boo
             else:
                 text = _as_kpt_writes(text, indent)
         texts.append(text)
+    for writer in writers.values():
+        for fallback in writer.fallen:
+            if warn is not None:
+                where = f"{file}: " if file else ""
+                warn(f"{where}{str(ref_of(fallback.value)).strip()}: {fallback.message}")
     return "---\n".join(texts) if kpt_format else yamledit.join(texts)
 
 
@@ -484,8 +501,9 @@ _WIDE_DASH = re.compile(r"^\s*-[ \t]{2,}\S")
 
 def _laid_out_as_kpt_writes(text: str) -> bool:
     """Whether a document already has kpt's layout, so the slow round-trip emitter (~25 documents a
-    second) can skip it: one space before a line comment, ``- x``, no tab, and indentation that grows
-    by 2 at most outside block scalars. A document this passes but kpt would still change (a head
+    second) can skip it: one space before a line comment, ``- x``, no tab, indentation that grows by 2
+    at most outside block scalars, and no flow collection written over several lines (go-yaml writes
+    one on a single line). A document this passes but kpt would still change (a head
     comment's column, say) keeps its own layout; the corpus in tests/test_kpt_packages.py holds none."""
     previous, block = 0, -1
     for line in text.splitlines():
@@ -499,10 +517,44 @@ def _laid_out_as_kpt_writes(text: str) -> bool:
             block = -1
         if _WIDE_COMMENT.search(line) or _WIDE_DASH.match(line) or depth > previous + 2:
             return False
+        if ("[" in line or "{" in line) and _flow_left_open(line):
+            return False  # go-yaml writes a flow collection on one line
         previous = depth + (2 if stripped.startswith("- ") else 0)
-        if _BLOCK_SCALAR.search(line.split(": ", 1)[-1] if ": " in line else stripped):
+        scalar = _BLOCK_SCALAR.search(line.split(": ", 1)[-1] if ": " in line else stripped)
+        if scalar:
+            if scalar.group().startswith(">"):
+                return False  # go-yaml writes a folded scalar as a quoted string
             block = depth
     return True
+
+
+def _flow_left_open(line: str) -> bool:
+    """Whether ``line`` opens more flow brackets than it closes, outside quoted scalars and comments
+    (one pass: the line is a manifest's, so no pattern that could rescan it)."""
+    depth, quote, at = 0, "", 0
+    while at < len(line):
+        char = line[at]
+        if quote == "'":
+            if char == "'":
+                if line[at + 1 : at + 2] == "'":
+                    at += 1  # '' is a quote inside single quotes
+                else:
+                    quote = ""
+        elif quote == '"':
+            if char == "\\":
+                at += 1
+            elif char == '"':
+                quote = ""
+        elif char in "'\"" and (at == 0 or line[at - 1] in " \t[{,:"):  # a quoted scalar starts
+            quote = char
+        elif char == "#" and (at == 0 or line[at - 1] in " \t"):
+            break
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+        at += 1
+    return depth > 0
 
 
 def _as_kpt_writes(text: str, indent: str) -> str:
@@ -514,10 +566,10 @@ def _as_kpt_writes(text: str, indent: str) -> str:
         return text  # faithful text, already checked to hold the object, is right if not kpt's layout
 
 
-def stream_text(root: Package, objects: list[Obj]) -> str:
+def stream_text(root: Package, objects: list[Obj], warn: Warn | None = None) -> str:
     """Objects (bookkeeping stripped) as one stream, each in its own document's text where it has one."""
     origins = _origins(root)
-    return _file_text([("compact", obj, origins.get(id(obj))) for obj in objects])
+    return _file_text([("compact", obj, origins.get(id(obj))) for obj in objects], warn=warn)
 
 
 def _packages(root: Package) -> Iterator[Package]:

@@ -26,6 +26,8 @@ COMBINED = {"render": "krmfn.functions.render"}
 
 @dataclass(frozen=True)
 class PipelineEntry:
+    """One function of a pipeline with its config."""
+
     name: str
     """Registry name (``set-image``) or ``render`` for the combined function."""
     config: Any = None
@@ -36,6 +38,8 @@ class PipelineEntry:
 
 @dataclass
 class StepOutcome:
+    """The results one pipeline entry reported."""
+
     step: PipelineEntry
     results: list[Result]
 
@@ -46,6 +50,8 @@ class StepOutcome:
 
 @dataclass
 class Outcome:
+    """The outcome of each pipeline entry that ran."""
+
     steps: list[StepOutcome] = field(default_factory=list)
 
     @property

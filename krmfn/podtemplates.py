@@ -5,10 +5,10 @@ PersistentVolumeClaims (set-steps checks they are applied no later than the temp
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from krmfn.kobj import Obj, ref_of
+from krmfn.records import FrozenRecord
 
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
@@ -27,13 +27,15 @@ BUILTIN_PATHS: dict[tuple[str, str], str] = {
 }
 
 
-@dataclass(frozen=True)
-class TemplatePath:
+class TemplatePath(FrozenRecord):
     """A pod template at ``path`` in objects of ``kind`` (and ``api_version`` when given)."""
 
-    kind: str
-    path: str
-    api_version: str = ""
+    __slots__ = _fields = ("kind", "path", "api_version")
+
+    def __init__(self, kind: str, path: str, api_version: str = "") -> None:
+        self.kind = kind
+        self.path = path
+        self.api_version = api_version
 
     def applies_to(self, obj: Obj) -> bool:
         if obj.get("kind") != self.kind:
@@ -41,12 +43,16 @@ class TemplatePath:
         return not self.api_version or obj.get("apiVersion") == self.api_version
 
 
-@dataclass(frozen=True)
-class PodTemplate:
-    template: dict[str, Any]
-    """The mapping whose ``metadata.annotations`` receive the checksum (the Pod itself for a Pod)."""
-    path: str
-    """Dotted path of ``template`` inside its object, "" for a Pod."""
+class PodTemplate(FrozenRecord):
+    """A pod template found in an object, with where it sits."""
+
+    __slots__ = _fields = ("template", "path")
+
+    def __init__(self, template: dict[str, Any], path: str) -> None:
+        self.template = template
+        """The mapping whose ``metadata.annotations`` receive the checksum (the Pod itself for a Pod)."""
+        self.path = path
+        """Dotted path of ``template`` inside its object, "" for a Pod."""
 
     def field(self, rest: str) -> str:
         return f"{self.path}.{rest}" if self.path else rest
@@ -78,14 +84,18 @@ def pod_templates(obj: Obj, extra: Iterable[TemplatePath] = ()) -> Iterator[PodT
             yield PodTemplate(node, path)
 
 
-@dataclass(frozen=True)
-class ConfigRef:
-    kind: str
-    namespace: str
-    name: str
-    optional: bool
-    field: str
-    """Where the reference is, relative to the referencing object."""
+class ConfigRef(FrozenRecord):
+    """A ConfigMap or Secret a pod template uses."""
+
+    __slots__ = _fields = ("kind", "namespace", "name", "optional", "field")
+
+    def __init__(self, kind: str, namespace: str, name: str, optional: bool, field: str) -> None:
+        self.kind = kind
+        self.namespace = namespace
+        self.name = name
+        self.optional = optional
+        self.field = field
+        """Where the reference is, relative to the referencing object."""
 
     @property
     def key(self) -> tuple[str, str, str]:

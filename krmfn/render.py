@@ -122,14 +122,18 @@ def main(argv: list[str], stdout: TextIO | None = None, stderr: TextIO | None = 
                 write_line(err, f"krmfn render: {_name(run.entry)}: {result.describe()}")
     if rendered.failed:
         return 1
+
+    def warn(message: str) -> None:  # a document written anew instead of edited
+        write_line(err, f"krmfn render: warning: {message}")
+
     if options.in_place:
         try:
-            pkg.write(package, rendered.items, options.mode)
+            pkg.write(package, rendered.items, options.mode, warn)
         except (KrmfnError, OSError) as problem:
             write_line(err, f"krmfn render: {problem}")
             return 1
     else:
-        out.write(stream(rendered.items, options.mode, package))
+        out.write(stream(rendered.items, options.mode, package, warn))
     return 0
 
 
@@ -139,14 +143,18 @@ class _Usage(Exception):
         self.show_help = show_help
 
 
+def parser() -> Parser:
+    found = Parser("krmfn render")
+    found.add_argument("directory", nargs="*")
+    found.add_argument("--in-place", action="store_true")
+    found.add_argument("--yaml", dest="mode", default="", metavar="MODE")
+    found.add_argument("--results-dir", type=Path, metavar="DIR")
+    return found
+
+
 def parse_args(args: list[str]) -> Options:
-    parser = Parser("krmfn render")
-    parser.add_argument("directory", nargs="*")
-    parser.add_argument("--in-place", action="store_true")
-    parser.add_argument("--yaml", dest="mode", default="", metavar="MODE")
-    parser.add_argument("--results-dir", type=Path, metavar="DIR")
     try:
-        parsed = parser.parse(args)
+        parsed = parser().parse(args)
     except UsageError as err:
         raise _Usage(str(err)) from None
     if parsed.help:
@@ -278,11 +286,13 @@ def _name(entry: dict[str, Any]) -> str:
     return str(entry.get("exec") or entry.get("image") or "?")
 
 
-def stream(items: list[Obj], mode: Mode, package: pkg.Package | None = None) -> str:
+def stream(
+    items: list[Obj], mode: Mode, package: pkg.Package | None = None, warn: pkg.Warn | None = None
+) -> str:
     """The rendered objects a cluster would receive: no Kptfile, no local config, no bookkeeping."""
     kept = [pkg.strip(obj) for obj in items if not is_local_config(obj)]
     if mode == "fidelity" and package is not None:
-        return pkg.stream_text(package, kept)
+        return pkg.stream_text(package, kept, warn)
     return "---\n".join(pkg.dump_one(obj, "compact", "fast") for obj in kept)
 
 

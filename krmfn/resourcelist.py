@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from krmfn.errors import ResourceListError
 from krmfn.kobj import Obj, is_kustomization, is_list_kind, ref_of
 from krmfn.limits import Limits
+from krmfn.records import Record
 from krmfn.results import Results
 from krmfn.yaml import edit as yamledit
 from krmfn.yaml.edit import Source
@@ -20,16 +20,28 @@ MODE_ENV = "KRMFN_YAML"
 _KPT_MARKERS = ("internal.config.kubernetes.io/seqindent",)
 
 
-@dataclass
-class ResourceList:
-    items: list[Obj]
-    function_config: Any = None
-    results: Results = field(default_factory=Results)
-    root: dict[str, Any] = field(default_factory=dict)
-    stream: bool = False
-    """Read from a plain stream of objects (``kustomize build | fn``): written back as one."""
-    source: Source | None = None
-    """The text it was read from, so the faithful writer can edit it instead of re-emitting it."""
+class ResourceList(Record):
+    """The objects a function works on, its config and its results."""
+
+    _fields = ("items", "function_config", "results", "root", "stream", "source")
+
+    def __init__(  # noqa: PLR0917  # keyword use is the norm; the order is the fields'
+        self,
+        items: list[Obj],
+        function_config: Any = None,
+        results: Results | None = None,
+        root: dict[str, Any] | None = None,
+        stream: bool = False,
+        source: Source | None = None,
+    ) -> None:
+        self.items = items
+        self.function_config = function_config
+        self.results = Results() if results is None else results
+        self.root: dict[str, Any] = {} if root is None else root
+        self.stream = stream
+        """Read from a plain stream of objects (``kustomize build | fn``): written back as one."""
+        self.source = source
+        """The text it was read from, so the faithful writer can edit it instead of re-emitting it."""
 
     @classmethod
     def empty(cls) -> ResourceList:
@@ -182,7 +194,12 @@ def serialize(rl: ResourceList, mode: Mode) -> str:
         # get objects a function refused: errors leave stdout empty and go to stderr only.
         if rl.results.has_errors:
             return ""
-        return _write_stream(rl.source, rl.items) if rl.source else dump_all_fast(rl.items)
+        if rl.source is None:
+            return dump_all_fast(rl.items)
+        text, fallen = _write_stream(rl.source, rl.items)
+        for fallback in fallen:
+            rl.results.warning(fallback.message, obj=fallback.value)
+        return text
     root = rl.root or ResourceList.empty().root
     root["items"] = rl.items
     if rl.results:
@@ -190,22 +207,37 @@ def serialize(rl: ResourceList, mode: Mode) -> str:
     else:
         root.pop("results", None)
     if rl.source is not None:
-        writer = yamledit.Writer(rl.source)
-        docs = rl.source.documents
-        return "".join(writer.document(i, root if d.value is not None else None) for i, d in enumerate(docs))
+        text, fallen = _write_list(rl.source, root)
+        if not fallen:
+            return text
+        for fallback in fallen:  # a warning each, carried by the list written again with them
+            if fallback.item:
+                rl.results.warning(fallback.message, obj=fallback.value)
+            else:
+                rl.results.warning(f"the ResourceList was {fallback.message}")
+        root["results"] = [r.to_dict() for r in rl.results]
+        return _write_list(rl.source, root)[0]
     return dump_fast(root)
 
 
-def _write_stream(source: Source, items: list[Obj]) -> str:
+def _write_list(source: Source, root: dict[str, Any]) -> tuple[str, list[yamledit.Fallback]]:
+    writer = yamledit.Writer(source)
+    docs = source.documents
+    text = "".join(writer.document(i, root if d.value is not None else None) for i, d in enumerate(docs))
+    return text, writer.fallen
+
+
+def _write_stream(source: Source, items: list[Obj]) -> tuple[str, list[yamledit.Fallback]]:
     """Each object in its own document's text, edited; objects the function added (or a List's items,
-    which are written one document each as on the fast path) are written new."""
+    which are written one document each as on the fast path) are written new. Also the documents
+    written anew because their edit could not be placed."""
     writer = yamledit.Writer(source)
     origin = {id(d.value): i for i, d in enumerate(source.documents) if isinstance(d.value, dict)}
     wanted = [origin.get(id(item), -1) for item in items]
     present = [i for i, d in enumerate(source.documents) if d.value is not None]
     if wanted == present:  # the same documents in the same order: their text and comments kept
         # (empty documents are dropped, as on the fast path: kubectl reads no object from them)
-        return yamledit.join([writer.document(i, source.documents[i].value) for i in present])
+        return yamledit.join([writer.document(i, source.documents[i].value) for i in present]), writer.fallen
     texts: list[str] = []
     used: set[int] = set()
     for item, index in zip(items, wanted, strict=True):
@@ -214,4 +246,4 @@ def _write_stream(source: Source, items: list[Obj]) -> str:
             texts.append(writer.document(index, item))
         else:
             texts.append(yamledit.dump_new(item))
-    return yamledit.join(texts)
+    return yamledit.join(texts), writer.fallen

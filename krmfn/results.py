@@ -2,25 +2,37 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from dataclasses import field as dc_field
 from typing import Any, Literal
 
 from krmfn.kobj import Obj, file_of, ref_of
+from krmfn.records import Record
 
 Severity = Literal["error", "warning", "info"]
 _SECRET_FIELDS = ("data", "stringData")
 
 
-@dataclass
-class Result:
-    message: str
-    severity: Severity = "error"
-    obj: Obj | None = None
-    field: str = ""
-    current_value: Any = None
-    proposed_value: Any = None
-    tags: dict[str, str] = dc_field(default_factory=dict)
+class Result(Record):
+    """One result of a function run, as the KRM Functions Specification has it."""
+
+    _fields = ("message", "severity", "obj", "field", "current_value", "proposed_value", "tags")
+
+    def __init__(  # noqa: PLR0917  # the spec's fields, in its order
+        self,
+        message: str,
+        severity: Severity = "error",
+        obj: Obj | None = None,
+        field: str = "",
+        current_value: Any = None,
+        proposed_value: Any = None,
+        tags: dict[str, str] | None = None,
+    ) -> None:
+        self.message = message
+        self.severity = severity
+        self.obj = obj
+        self.field = field
+        self.current_value = current_value
+        self.proposed_value = proposed_value
+        self.tags: dict[str, str] = {} if tags is None else tags
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"message": self.message, "severity": self.severity}

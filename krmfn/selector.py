@@ -22,6 +22,8 @@ JOB_BASE_NAME = "krmfn.dev/job-base-name"
 
 @dataclass(frozen=True)
 class Selector:
+    """Which resources a function touches; every given field must match."""
+
     api_version: str = field(default="", metadata={"help": "exact apiVersion", "example": "batch/v1"})
     kind: str = field(default="", metadata={"help": "exact kind", "example": "Job"})
     name: str = field(

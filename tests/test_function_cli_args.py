@@ -101,3 +101,25 @@ def test_the_pre_commit_hook_runs_the_installed_console_script(tmp_path: Path) -
                             check=False)  # fmt: skip
     assert failed.returncode == 1 and failed.stdout == ""
     assert "Job broken" in failed.stderr and "fine" not in failed.stderr
+
+
+@pytest.mark.parametrize("name", ["function", "render"])
+def test_no_arguments_parse_as_argparse_parses_them(name: str) -> None:
+    """Without arguments (how kpt starts a function) argparse is not built: each destination takes its
+    default, exactly what argparse would have given."""
+    from krmfn import render
+    from krmfn.function import parser_of
+
+    parser = parser_of("set-image") if name == "function" else render.parser()
+    assert vars(parser.parse([])) == vars(parser.argparse().parse_args([]))
+    assert vars(parser.parse(["--help"]))["help"] is True
+
+
+def test_a_function_run_without_arguments_does_not_import_argparse() -> None:
+    code = (
+        "import io, sys; from krmfn.functions.validate_jobs import FUNCTION; "
+        "FUNCTION.main([], io.StringIO(''), io.StringIO(), io.StringIO()); "
+        "print('argparse' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from yaml_corpus import mutate, nodes, stream
+from yaml_corpus import kpt_list, mutate, nodes, stream
 
 from krmfn.errors import InputError
 from krmfn.limits import Limits
@@ -93,6 +93,47 @@ def test_the_corpus_is_edited_in_place_almost_always() -> None:
         documents += len(values)
         fallbacks += writer.fallbacks
     assert fallbacks / documents < 0.05, f"{fallbacks} of {documents} documents re-emitted whole"
+
+
+@given(SEEDS)
+@PROFILE
+def test_a_resource_list_as_kpt_sends_it_is_edited_in_place(seed: int) -> None:
+    """kpt writes an object's head comment after the item's dash (issue 30: set-steps' annotations on
+    such items re-emitted the whole list, every file of the package): each item is read back on its
+    own and none is written anew."""
+    rnd = random.Random(seed)
+    text = kpt_list(rnd)
+    values = read(text)
+    edited = {rnd.randrange(len(values[0]["items"])) for _ in range(2)}
+    for number in edited:
+        item = values[0]["items"][number]
+        item["metadata"]["annotations"] = {"krmfn.dev/step": "deploy", "krmfn.dev/step-index": "1"}
+        if rnd.random() < 0.5:
+            mutate(rnd, item["spec"], 1)
+    out, writer = write(text, values)
+    assert writer.fallbacks == 0
+    assert same(list(yamlfast.load_all(out[0])), values)
+    comments = re.findall(r"(?m)^- # item \d+$|^  # more$", text)
+    assert all(c in out[0] for c in comments), "an item's head comment was lost"
+
+
+def test_an_item_the_splice_cannot_place_is_written_anew_alone() -> None:
+    """The fast dumper writes just that item (a key only the explicit ``? key`` form can hold) and a
+    ``Fallback`` says which and why; its neighbours keep their text."""
+    text = (
+        "items:\n- # the first\n  kind: A  # kept\n  metadata: {name: a}\n"
+        "- kind: B  # kept too\n  metadata:\n    name: b\n"
+    )
+    values = read(text)
+    values[0]["items"][0]["metadata"]["annotations"] = {"k" * 1001: "x"}
+    values[0]["items"][1]["metadata"]["labels"] = {"l": "v"}
+    out, writer = write(text, values)
+    assert same(list(yamlfast.load_all(out[0])), values)
+    assert [(f.value["kind"], f.item, f.reason) for f in writer.fallen] == [
+        ("A", True, "a key that needs an explicit-key entry")
+    ]
+    assert "- # the first\n" in out[0] and "- kind: B  # kept too\n" in out[0] and "    labels:\n" in out[0]
+    assert writer.fallen[0].message.startswith("written anew, its comments and styles lost: ")
 
 
 def _single_line_paths(value: Any) -> list[tuple[Any, ...]]:

@@ -180,6 +180,29 @@ def stream(rnd: random.Random) -> str:
     return text
 
 
+def kpt_list(rnd: random.Random) -> str:
+    """A ResourceList as ``kpt fn render`` sends it: each item a document of the corpus, its head
+    comment after the item's dash (``- # the app``, the object on the next line), sometimes with more
+    comment lines or a blank line between the dash and the object."""
+    items = []
+    for number in range(rnd.randrange(1, 5)):
+        spec = Writer(rnd).mapping(1, "  ")
+        body = f"apiVersion: v1\nkind: Item\nmetadata:\n  name: i{number}\nspec:\n{spec}"
+        lines = ["  " + line if line else "" for line in body.split("\n")]
+        pick = rnd.random()
+        if pick < 0.4:
+            head = f"- # item {number}\n"
+        elif pick < 0.55:
+            head = f"- # item {number}\n  # more\n\n"
+        elif pick < 0.7:
+            head = "-\n"
+        else:
+            items.append("- " + "\n".join(lines)[2:])
+            continue
+        items.append(head + "\n".join(lines))
+    return "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n" + "".join(items)
+
+
 def nodes(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     found = [path]
     if isinstance(value, dict):

@@ -33,6 +33,7 @@ from yaml.events import (
 )
 
 from krmfn.errors import DuplicateKeyError, LimitExceededError
+from krmfn.patterns import deferred
 
 _T = "tag:yaml.org,2002:"
 _BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
@@ -390,17 +391,18 @@ class _Unsupported(Exception):
 
 
 # go-yaml v2 (kubectl, through sigs.k8s.io/yaml) reads y/Y/n/N as booleans too; PyYAML does not.
+# The patterns below serve only strings that start with a digit, a sign or a dot: compiled then.
 _GO_WORDS = frozenset({"y", "Y", "n", "N"})
 # go-yaml v2 and v3 drop every "_" of a number-like plain scalar, then try Go's ParseInt with base
 # prefixes (0x, 0o, 0b in either case; a leading 0 is octal) and a float pattern; a plain scalar that
 # starts with a digit or a sign and reads as a date is a timestamp.
-_GO_INT = re.compile(r"^[-+]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|[0-9]+)$")
-_GO_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
-_GO_TIMESTAMP = re.compile(r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ][0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}.*)?$")
+_GO_INT = deferred(r"^[-+]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|[0-9]+)$")
+_GO_FLOAT = deferred(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
+_GO_TIMESTAMP = deferred(r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ][0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}.*)?$")
 # ruamel's YAML 1.2 numbers: underscores anywhere, also ``+_`` or ``1__`` (which it then fails to
 # convert: an error for whoever reads the output with ruamel).
-_RUAMEL_INT = re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?0o?[0-7_]+|[-+]?[0-9_]+|[-+]?0x[0-9a-fA-F_]+)$")
-_RUAMEL_FLOAT = re.compile(
+_RUAMEL_INT = deferred(r"^(?:[-+]?0b[0-1_]+|[-+]?0o?[0-7_]+|[-+]?[0-9_]+|[-+]?0x[0-9a-fA-F_]+)$")
+_RUAMEL_FLOAT = deferred(
     r"^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+"
     r"|[-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?)$"
 )

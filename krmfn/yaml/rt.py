@@ -19,7 +19,7 @@ from ruamel.yaml.emitter import Emitter
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.scalarfloat import ScalarFloat
-from ruamel.yaml.scalarstring import PlainScalarString
+from ruamel.yaml.scalarstring import FoldedScalarString, PlainScalarString
 
 from krmfn.errors import DuplicateKeyError
 from krmfn.yaml import fast as yamlfast
@@ -28,9 +28,9 @@ from krmfn.yaml.fast import needs_quotes
 _INT_TAG = "tag:yaml.org,2002:int"
 _GO_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
 _HEAD_MARK = "#krmfn-item-head:"
-# Plain scalars ruamel writes in flow collections that go-yaml (kpt, kustomize) and libyaml cannot read:
-# ``{port: :8080}``, ``[?x]``.
-_FLOW_UNSAFE = re.compile(r"^[:?]\S|:\?")
+# Plain scalars ruamel writes in flow collections that go-yaml's emitter (kpt, kustomize) quotes, as
+# libyaml's does: any ``:`` or ``?`` (``{port: :8080}`` and ``[?x]`` they cannot even read plain).
+_FLOW_UNSAFE = re.compile(r"[:?]")
 
 
 class GoOctalInt(int):
@@ -131,6 +131,10 @@ class _Representer(RoundTripRepresenter):
             return self.represent_scalar("tag:yaml.org,2002:str", data, style="'")  # as ruamel quotes
         return self.represent_str(data)
 
+    def represent_folded(self, data: FoldedScalarString) -> Any:
+        # go-yaml v3 (kpt) writes a folded block scalar (``>``) as a double-quoted string of its value
+        return self.represent_scalar("tag:yaml.org,2002:str", str(data), style='"')
+
     def represent_exact_float(self, data: ScalarFloat) -> Any:
         # ruamel rebuilds a float's text from the width it was read with and truncates the mantissa, so
         # an untouched 17-digit value could come back as another number; then write Python's exact repr.
@@ -152,6 +156,7 @@ def _float_text(text: str) -> float | None:
 _Representer.add_representer(GoOctalInt, _Representer.represent_go_octal)
 _Representer.add_representer(ScalarFloat, _Representer.represent_exact_float)
 _Representer.add_representer(str, _Representer.represent_quoted_if_ambiguous)
+_Representer.add_representer(FoldedScalarString, _Representer.represent_folded)
 
 
 class _Emitter(Emitter):

@@ -6,6 +6,8 @@ A Job's pod template is immutable; ``<base>-<hash8>`` turns "the spec changed" i
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from krmfn import Function
 from krmfn.functions.hash_job_names.config import HashJobNamesConfig
 from krmfn.functions.hash_job_names.transform import hash_job_names
@@ -29,5 +31,6 @@ exclude:
 )
 
 
-def main() -> int:
-    return FUNCTION.main()
+def main() -> NoReturn:
+    """The console script ``krmfn-<name>``."""
+    FUNCTION.console()

@@ -9,6 +9,8 @@ from krmfn import Selector
 
 @dataclass(frozen=True)
 class HashJobNamesConfig:
+    """The HashJobNames functionConfig."""
+
     selectors: list[Selector] = field(
         default_factory=list, metadata={"help": "which Jobs and CronJobs (default: all)"}
     )

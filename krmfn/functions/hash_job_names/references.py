@@ -5,10 +5,9 @@ annotation names a Job today; one that does (same syntax) belongs in REFERENCE_A
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from krmfn.dependson import ANNOTATION, parse_ref
+from krmfn.dependson import ANNOTATION, ObjRef, parse_ref
 from krmfn.functions.hash_job_names.naming import derived_from
 from krmfn.kobj import Obj, annotations_of, set_annotation
 
@@ -48,7 +47,7 @@ def _rewrite_entry(entry: str, renames: Renames) -> str:
     if new is None or new == ref.name:
         return entry
     stripped = entry.strip()
-    return entry.replace(stripped, replace(ref, name=new).format())
+    return entry.replace(stripped, ObjRef(ref.group, ref.kind, new, ref.namespace).format())
 
 
 def rewrite_value(value: str, renames: Renames) -> str:

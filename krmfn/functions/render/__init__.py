@@ -9,7 +9,7 @@ imported here, so they stay independent of each other.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, NoReturn
 
 from krmfn import Function, ResourceList
 from krmfn.config import API_VERSION, yaml_key
@@ -26,6 +26,8 @@ def _help(name: str) -> str:
 
 @dataclass(frozen=True)
 class RenderConfig:
+    """The Render functionConfig: each present key runs that function."""
+
     render_inputs: dict[str, Any] | None = field(
         default=None, metadata={"help": _help("render-inputs"), "example": "{inputs: {tag: 6.7.0}}"}
     )
@@ -109,5 +111,6 @@ validateJobs: {}
 )
 
 
-def main() -> int:
-    return FUNCTION.main()
+def main() -> NoReturn:
+    """The console script ``krmfn-<name>``."""
+    FUNCTION.console()

@@ -3,6 +3,8 @@ resource, from inputs in the functionConfig and ConfigMaps in the resource list.
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from krmfn import Function
 from krmfn.functions.render_inputs.config import RenderInputsConfig, from_configmap
 from krmfn.functions.render_inputs.transform import render_inputs
@@ -33,5 +35,6 @@ inputsFrom:
 )
 
 
-def main() -> int:
-    return FUNCTION.main()
+def main() -> NoReturn:
+    """The console script ``krmfn-<name>``."""
+    FUNCTION.console()

@@ -11,6 +11,8 @@ from krmfn.errors import ConfigError
 
 @dataclass(frozen=True)
 class InputsRef:
+    """A ConfigMap whose data is merged over the inputs."""
+
     name: str = field(metadata={"help": "ConfigMap name", "example": "podinfo-image"})
     namespace: str = field(
         default="",
@@ -20,6 +22,8 @@ class InputsRef:
 
 @dataclass(frozen=True)
 class RenderInputsConfig:
+    """The RenderInputs functionConfig."""
+
     inputs: dict[str, Any] = field(
         default_factory=dict,
         metadata={

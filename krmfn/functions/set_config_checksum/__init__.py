@@ -6,6 +6,8 @@ and Secrets it references that are in the ResourceList. See README.md.
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from krmfn import Function
 from krmfn.functions.set_config_checksum.config import PodTemplatePathConfig, SetConfigChecksumConfig
 from krmfn.functions.set_config_checksum.transform import set_config_checksum
@@ -35,5 +37,6 @@ podTemplatePaths:
 )
 
 
-def main() -> int:
-    return FUNCTION.main()
+def main() -> NoReturn:
+    """The console script ``krmfn-<name>``."""
+    FUNCTION.console()

@@ -10,6 +10,8 @@ from krmfn.errors import ConfigError
 
 @dataclass(frozen=True)
 class PodTemplatePathConfig:
+    """Where a custom kind holds its pod template."""
+
     kind: str = field(metadata={"help": "kind that holds a pod template", "example": "Rollout"})
     path: str = field(
         metadata={"help": "dotted path of the pod template (a PodTemplateSpec)", "example": "spec.template"}
@@ -29,6 +31,8 @@ class PodTemplatePathConfig:
 
 @dataclass(frozen=True)
 class SetConfigChecksumConfig:
+    """The SetConfigChecksum functionConfig."""
+
     strict: bool = field(
         default=False,
         metadata={

@@ -9,7 +9,6 @@ same content and key, so pods still roll exactly when the content changes, and u
 from __future__ import annotations
 
 import hashlib
-import hmac
 import os
 
 from krmfn.errors import ConfigError
@@ -44,4 +43,6 @@ def load_key(env: str, path: str) -> bytes | None:
 
 def keyed(digest: str, key: bytes) -> str:
     """``hmac-sha256:`` of a plain ``sha256:<hex>`` checksum (hash, then MAC: the content stays canonical)."""
+    import hmac  # the keyed mode only: not on every start
+
     return PREFIX + hmac.new(key, digest.encode("ascii"), hashlib.sha256).hexdigest()

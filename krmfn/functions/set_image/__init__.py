@@ -3,6 +3,8 @@ resource image fields and Flux Kustomization ``spec.images``, with semver tag se
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from krmfn import Function
 from krmfn.functions.set_image.config import SetImageConfig, from_configmap
 from krmfn.functions.set_image.transform import set_image
@@ -37,5 +39,6 @@ additionalImageFields:
 )
 
 
-def main() -> int:
-    return FUNCTION.main()
+def main() -> NoReturn:
+    """The console script ``krmfn-<name>``."""
+    FUNCTION.console()

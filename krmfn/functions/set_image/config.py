@@ -12,6 +12,8 @@ from krmfn.errors import ConfigError
 
 @dataclass(frozen=True)
 class ImageRule:
+    """One rule of ``images``, as a kustomization's ``images`` entry."""
+
     name: str = field(
         metadata={
             "help": "the image to change, as written before any tag or digest (matched exactly, "
@@ -101,6 +103,8 @@ class ImageField:
 
 @dataclass(frozen=True)
 class SetImageConfig:
+    """The SetImage functionConfig."""
+
     images: list[ImageRule] = field(
         default_factory=list,
         metadata={"help": "rules applied in order, exactly like a kustomization's images field"},

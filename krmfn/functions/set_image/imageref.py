@@ -12,8 +12,9 @@ Two deliberate differences, both documented in the README:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
+
+from krmfn.records import FrozenRecord
 
 # The tag and digest grammar of kustomize's matcher: tags may hold {} (Bazel rules_k8s), digests use any
 # OCI algorithm (algorithm components joined by + . _ -).
@@ -21,14 +22,16 @@ _TAG = r"(:[a-zA-Z0-9_.{}-]*)?"
 _DIGEST = r"(@[a-zA-Z0-9]+([.+_-][a-zA-Z0-9]+)*:[a-zA-Z0-9_.{}-]*)?"
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(FrozenRecord):
     """What one rule does to a matching reference: kustomize's Image without the name."""
 
-    new_name: str = ""
-    new_tag: str = ""
-    digest: str = ""
-    tag_suffix: str = ""
+    __slots__ = _fields = ("new_name", "new_tag", "digest", "tag_suffix")
+
+    def __init__(self, new_name: str = "", new_tag: str = "", digest: str = "", tag_suffix: str = "") -> None:
+        self.new_name = new_name
+        self.new_tag = new_tag
+        self.digest = digest
+        self.tag_suffix = tag_suffix
 
 
 @cache

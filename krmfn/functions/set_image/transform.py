@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from krmfn import ResourceList, select
@@ -16,13 +15,18 @@ from krmfn.functions.set_image.fields import (
     pod_images,
 )
 from krmfn.kobj import set_scalar
+from krmfn.records import FrozenRecord
 from krmfn.results import Results
 
 
-@dataclass(frozen=True)
-class Resolved:
-    name: str
-    change: imageref.Change
+class Resolved(FrozenRecord):
+    """A rule with its tag chosen: the image name it matches and its change."""
+
+    __slots__ = _fields = ("name", "change")
+
+    def __init__(self, name: str, change: imageref.Change) -> None:
+        self.name = name
+        self.change = change
 
 
 def resolve(rules: list[ImageRule], results: Results) -> list[Resolved]:

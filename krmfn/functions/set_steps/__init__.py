@@ -7,6 +7,8 @@ the final step) for the runner; optionally ``config.kubernetes.io/depends-on`` f
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from krmfn import Function
 from krmfn.functions.set_steps.config import SetStepsConfig, StepConfig
 from krmfn.functions.set_steps.transform import APP, set_steps
@@ -41,5 +43,6 @@ emit: [depends-on]
 )
 
 
-def main() -> int:
-    return FUNCTION.main()
+def main() -> NoReturn:
+    """The console script ``krmfn-<name>``."""
+    FUNCTION.console()

@@ -19,6 +19,8 @@ Emit = Literal["depends-on", "argocd"]
 
 @dataclass(frozen=True)
 class StepConfig:
+    """One step: its name, timeout and the selectors of its resources."""
+
     name: str = field(metadata={"help": "DNS label, unique among the steps", "example": "pre-deploy"})
     timeout: str = field(
         default="5m",
@@ -40,6 +42,8 @@ class StepConfig:
 
 @dataclass(frozen=True)
 class SetStepsConfig:
+    """The SetSteps functionConfig."""
+
     steps: list[StepConfig] = field(metadata={"help": "the ordered steps, at most 20"})
     default_step: str = field(
         default="",

@@ -5,6 +5,8 @@ A validator: it changes nothing and reports results (see rules.RULES for every r
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from krmfn import Function
 from krmfn.functions.validate_jobs.config import ValidateJobsConfig
 from krmfn.functions.validate_jobs.rules import RULES
@@ -30,5 +32,6 @@ severity:
 )
 
 
-def main() -> int:
-    return FUNCTION.main()
+def main() -> NoReturn:
+    """The console script ``krmfn-<name>``."""
+    FUNCTION.console()

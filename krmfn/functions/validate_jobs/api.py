@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from krmfn.k8snames import is_label, is_subdomain
 from krmfn.numbers import whole
+from krmfn.records import FrozenRecord
 
 RULE = "api-invalid"
 MAX_PARALLELISM_INDEXED = 100_000
@@ -50,11 +50,15 @@ _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _PATH = re.compile(r"^[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$")
 
 
-@dataclass(frozen=True)
-class Problem:
-    field: str
-    message: str
-    value: Any = None
+class Problem(FrozenRecord):
+    """A field the API server would refuse, in its words."""
+
+    __slots__ = _fields = ("field", "message", "value")
+
+    def __init__(self, field: str, message: str, value: Any = None) -> None:
+        self.field = field
+        self.message = message
+        self.value = value
 
 
 def _is_int(value: Any) -> bool:

@@ -13,6 +13,8 @@ Level = Literal["error", "warning", "info", "off"]
 
 @dataclass(frozen=True)
 class ValidateJobsConfig:
+    """The ValidateJobs functionConfig."""
+
     severity: dict[str, Level] = field(
         default_factory=dict,
         metadata={

@@ -8,11 +8,11 @@ texts are robfig's, which is what ``kubectl apply`` prints after ``spec.schedule
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from krmfn.duration import parse_duration
 from krmfn.functions.validate_jobs.timezones import zone_problem
 from krmfn.numbers import whole
+from krmfn.records import FrozenRecord
 
 DESCRIPTORS = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
 _EVERY = "@every "
@@ -20,11 +20,15 @@ _INT = re.compile(r"[+-]?[0-9]+")
 _INT_RANGE = (-(2**63), 2**63 - 1)  # Go's int on 64-bit platforms
 
 
-@dataclass(frozen=True)
-class Bounds:
-    low: int
-    high: int
-    names: dict[str, int]
+class Bounds(FrozenRecord):
+    """The range and names of one cron field."""
+
+    __slots__ = _fields = ("low", "high", "names")
+
+    def __init__(self, low: int, high: int, names: dict[str, int]) -> None:
+        self.low = low
+        self.high = high
+        self.names = names
 
 
 MONTHS = {

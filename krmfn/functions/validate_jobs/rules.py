@@ -6,7 +6,6 @@ Checks read a Job or CronJob and never change it. A finding is (rule id, message
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from krmfn.duration import SECOND, parse_duration
@@ -17,12 +16,17 @@ from krmfn.jobhash import name_hash, spec_hash
 from krmfn.k8snames import indexed_completions, name_findings
 from krmfn.kobj import Obj, annotations_of, get_path
 from krmfn.kustomize_names import Names, as_built
+from krmfn.records import FrozenRecord
 
 
-@dataclass(frozen=True)
-class Rule:
-    severity: Literal["error", "warning"]
-    summary: str
+class Rule(FrozenRecord):
+    """A rule's default severity and summary."""
+
+    __slots__ = _fields = ("severity", "summary")
+
+    def __init__(self, severity: Literal["error", "warning"], summary: str) -> None:
+        self.severity = severity
+        self.summary = summary
 
 
 RULES: dict[str, Rule] = {
@@ -60,12 +64,16 @@ each failure (pkg/controller/job: DefaultJobPodFailureBackOff), up to MAX_POD_FA
 MAX_POD_FAILURE_BACKOFF = 600
 
 
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    message: str
-    field: str
-    value: Any = None
+class Finding(FrozenRecord):
+    """One rule broken by one object, at one field."""
+
+    __slots__ = _fields = ("rule", "message", "field", "value")
+
+    def __init__(self, rule: str, message: str, field: str, value: Any = None) -> None:
+        self.rule = rule
+        self.message = message
+        self.field = field
+        self.value = value
 
 
 def check(obj: Obj, names: Names | None = None) -> Iterator[Finding]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import zoneinfo
 from functools import cache
 
 # The API server's own pre-check of each '/'-separated part, before it loads the zone.
@@ -13,6 +12,8 @@ _PART = re.compile(r"^[A-Za-z.\-_0-9+]{1,14}$")
 @cache
 def database_available() -> bool:
     """False in a minimal image without tzdata: then no zone can be checked, and none is reported."""
+    import zoneinfo  # here: only a CronJob with a timeZone needs it (~2 ms of every start otherwise)
+
     return bool(zoneinfo.available_timezones())
 
 
@@ -27,6 +28,8 @@ def zone_problem(name: str) -> str:
         return "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"
     if name == "UTC" or not database_available():
         return ""
+    import zoneinfo
+
     try:
         zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):

@@ -15,6 +15,7 @@ import bisect
 from typing import Any
 
 from krmfn.limits import Limits
+from krmfn.records import FrozenRecord
 from krmfn.yaml import fast as yamlfast
 from krmfn.yaml.edit import splice, tree
 from krmfn.yaml.edit.scalars import Unwritable, needs_quotes
@@ -27,7 +28,7 @@ from krmfn.yaml.io import (
     parse_errors,
 )
 
-__all__ = ["Document", "Source", "Writer", "load", "needs_quotes"]
+__all__ = ["Document", "Fallback", "Source", "Writer", "load", "needs_quotes"]
 
 
 def load(text: str, limits: Limits) -> Source:
@@ -41,46 +42,89 @@ def load(text: str, limits: Limits) -> Source:
     return source
 
 
+class Fallback(FrozenRecord):
+    """A document, or one item of a ResourceList's ``items``, written whole by the fast dumper: its
+    comments and styles are lost (never its meaning). Callers report each one as a warning."""
+
+    __slots__ = _fields = ("document", "value", "reason", "item")
+
+    def __init__(self, document: int, value: Any, reason: str, item: bool = False) -> None:
+        self.document = document
+        """The document's number in the stream."""
+        self.value = value
+        """What was written: the item's value, or the document's."""
+        self.reason = reason
+        self.item = item
+        """Only this item of the document's ``items`` was written anew; the rest kept its text."""
+
+    @property
+    def message(self) -> str:
+        return f"written anew, its comments and styles lost: {self.reason}"
+
+
 class Writer:
     """Writes the documents of one ``Source`` back with their new values."""
 
     def __init__(self, source: Source) -> None:
         self.source = source
-        self.fallbacks = 0
-        """Documents written whole by the fast dumper (for tests and benchmarks)."""
+        self.fallen: list[Fallback] = []
+        """What was written whole by the fast dumper, and why."""
+
+    @property
+    def fallbacks(self) -> int:
+        return len(self.fallen)
 
     def document(self, index: int, value: Any) -> str:
-        """Document ``index``'s text (its ``---`` line and comments included) holding ``value``."""
+        """Document ``index``'s text (its ``---`` line and comments included) holding ``value``.
+
+        In a ResourceList an item the splicer cannot place, or whose edit does not read back, is
+        written anew on its own (in block style at its place) and the other items keep their text;
+        only a failure outside the items costs the whole document."""
         doc = self.source.documents[index]
         text = self.source.text
         if doc.root < 0:
             if value is None:
                 return text[doc.region[0] : doc.region[1]]
-            return self._fallback(doc, value)
-        splicer = splice.Splicer(text, self.source.nodes, doc.region)
-        splicer.root = doc.root
-        items = _items_sequence(splicer, doc)
-        splicer.unit_seq = items[1] if items else -1
-        try:
-            splicer.node(doc.root, value, splice.ROOT)
-            if not splicer.edits:
-                return text[doc.region[0] : doc.region[1]]
-            out = splicer.apply()
-            if not splicer.complex:
-                return out  # only scalars replaced in place: nothing to read back
-            if not (_checked_by_unit(splicer, items, value) if items else _reads_as(out, value)):
-                return self._fallback(doc, value)
-        except (splice.Unplaceable, Unwritable):
-            return self._fallback(doc, value)
-        return out
+            return self._fallback(index, value, "an empty document that now holds a value")
+        anew: dict[int, str] = {}  # items to write anew -> why
+        for _ in range(2):  # a second pass writes anew the items whose edit did not read back
+            splicer = splice.Splicer(text, self.source.nodes, doc.region)
+            splicer.root = doc.root
+            items = _items_sequence(splicer, doc)
+            splicer.unit_seq = items[1] if items else -1
+            splicer.anew = dict(anew)
+            try:
+                splicer.node(doc.root, value, splice.ROOT)
+                if not splicer.edits:
+                    return text[doc.region[0] : doc.region[1]]
+                out = splicer.apply()
+                if not splicer.complex:
+                    return out  # only scalars replaced in place: nothing to read back
+                if not items:
+                    return out if _reads_as(out, value) else self._fallback(index, value, _UNREAD)
+                failed = _failed_units(splicer, items, value)
+            except (splice.Unplaceable, Unwritable) as err:
+                return self._fallback(index, value, str(err))
+            if failed is None or any(unit in splicer.anew for unit in failed):
+                return self._fallback(index, value, _UNREAD)
+            if not failed:
+                for unit, reason in splicer.anew.items():
+                    self.fallen.append(Fallback(index, splicer.unit_values[unit], reason, item=True))
+                return out
+            anew = {**splicer.anew, **failed}
+        return self._fallback(index, value, _UNREAD)
 
-    def _fallback(self, doc: Document, value: Any) -> str:
-        self.fallbacks += 1
+    def _fallback(self, index: int, value: Any, reason: str) -> str:
+        doc = self.source.documents[index]
+        self.fallen.append(Fallback(index, value, reason))
         text = self.source.text
         start = self.source.nodes.start[doc.root] if doc.root >= 0 else doc.region[1]
         head = text[doc.region[0] : start]
         head = head[: head.rfind("\n") + 1] if "\n" in head else ""
         return head + dump_fast(value)
+
+
+_UNREAD = "the edited text would not read back as the new value"
 
 
 def _items_sequence(splicer: splice.Splicer, doc: Document) -> tuple[int, int] | None:
@@ -116,9 +160,10 @@ def _self_contained(splicer: splice.Splicer, root: int, sequence: int) -> bool:
     return True
 
 
-def _checked_by_unit(splicer: splice.Splicer, items: tuple[int, int], value: Any) -> bool:
+def _failed_units(splicer: splice.Splicer, items: tuple[int, int], value: Any) -> dict[int, str] | None:
     """Read back each edited item on its own, then the rest of the document without its items: a
-    ResourceList costs a parse of what changed instead of a parse of all of it."""
+    ResourceList costs a parse of what changed instead of a parse of all of it. The items that do not
+    read back (-> why), or None when the document as a whole does not."""
     key, sequence = items
     nodes = splicer.n
     units: dict[int, list[tuple[int, int, str, int]]] = {}
@@ -128,23 +173,27 @@ def _checked_by_unit(splicer: splice.Splicer, items: tuple[int, int], value: Any
     seq_start = splicer.line_start(nodes.start[sequence])
     seq_end = splicer.after_line(nodes.end[sequence])
     if any((a < seq_end and b > seq_start) or seq_start <= a <= seq_end for a, b, _, _ in outer):
-        return _reads_as(splicer.apply(), value)  # items added or removed: read it all
+        return {} if _reads_as(splicer.apply(), value) else None  # items added or removed: read it all
     head = splicer.apply(outer, (splicer.region[0], splicer.after_colon(key)))
     tail = splicer.apply(outer, (nodes.end[sequence], splicer.region[1]))
     if -1 in splicer.complex and (
         not isinstance(value, dict) or not _reads_as(head + " []" + tail, {**value, "items": []})
     ):
-        return False
+        return None
+    failed: dict[int, str] = {}
     for item, edits in units.items():
         if item not in splicer.complex:
             continue
-        dash = splicer.dash(item)
+        try:
+            dash = splicer.dash(item)
+        except splice.Unplaceable:  # the item cannot be cut out to be read alone: read it all
+            return {} if _reads_as(splicer.apply(), value) else None
         line = splicer.line_start(dash)
         snippet = splicer.apply(edits, (line, splicer.after_line(nodes.end[item])))
         at = dash - line
         if not _reads_as(snippet[:at] + " " + snippet[at + 1 :], splicer.unit_values[item]):
-            return False
-    return True
+            failed[item] = _UNREAD
+    return failed
 
 
 def _reads_as(text: str, value: Any) -> bool:

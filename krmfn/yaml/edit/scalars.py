@@ -13,14 +13,47 @@ import math
 import re
 from typing import Any
 
+from krmfn.patterns import deferred
 from krmfn.yaml import fast as yamlfast
 
-# YAML 1.1's implicit types (yaml.org/type), including what PyYAML leaves out (y, n) and go-yaml v2 reads.
-_YAML11 = re.compile(
+# YAML 1.1's implicit types (yaml.org/type), including what PyYAML leaves out (y, n) and go-yaml v2 reads:
+# these words, and the numbers and dates below (which all start with a sign, a dot or a digit).
+_YAML11_WORDS = frozenset(
+    [
+        "y",
+        "Y",
+        "yes",
+        "Yes",
+        "YES",
+        "n",
+        "N",
+        "no",
+        "No",
+        "NO",
+        "true",
+        "True",
+        "TRUE",
+        "false",
+        "False",
+        "FALSE",
+        "on",
+        "On",
+        "ON",
+        "off",
+        "Off",
+        "OFF",
+        "~",
+        "null",
+        "Null",
+        "NULL",
+        "<<",
+        "=",
+    ]
+)
+_YAML11_FIRST = frozenset("-+.0123456789")
+_YAML11_NUMBER = deferred(
     r"""^(?:
-      y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF
-    | ~|null|Null|NULL
-    | [-+]?0b[0-1_]+
+      [-+]?0b[0-1_]+
     | [-+]?0[0-7_]+
     | [-+]?(?:0|[1-9][0-9_]*)
     | [-+]?0x[0-9a-fA-F_]+
@@ -31,17 +64,22 @@ _YAML11 = re.compile(
     | [0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?
       (?:(?:[Tt]|[\ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?
          (?:[\ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)?
-    | <<|=
     )$""",
     re.VERBOSE,
 )
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
-_FLOW_INDICATORS = frozenset(",[]{}")
+# In flow context go-yaml's and libyaml's emitters write no plain scalar holding one of these (kpt
+# then quotes what a function wrote plain), so neither do we.
+_FLOW_INDICATORS = frozenset(",[]{}:?")
 
 
 def needs_quotes(text: str) -> bool:
     """True when ``text`` written plain would not read back as this string in YAML 1.1 or 1.2."""
-    return not text or bool(_YAML11.match(text)) or not isinstance(yamlfast.resolve_plain(text), str)
+    if not text or (text[:-1] if text.endswith("\n") else text) in _YAML11_WORDS:  # "$" allows one "\n"
+        return True
+    if text[0] in _YAML11_FIRST and _YAML11_NUMBER.match(text):
+        return True
+    return not isinstance(yamlfast.resolve_plain(text), str)
 
 
 def _printable(char: str) -> bool:
@@ -63,8 +101,8 @@ def plain_ok(text: str, flow: bool) -> bool:
         return False
     if ": " in text or " #" in text or "\t" in text:
         return False
-    if flow and (":?" in text or any(c in _FLOW_INDICATORS for c in text)):
-        return False  # go-yaml cannot read ``:?`` in a flow plain scalar; the rest end one
+    if flow and any(c in _FLOW_INDICATORS for c in text):
+        return False
     if not (text.isascii() and text.isprintable()) and not all(_printable(c) for c in text):
         return False
     return not needs_quotes(text)

@@ -30,6 +30,7 @@ from krmfn.yaml.edit.tree import (
     SEQS,
     Nodes,
 )
+from krmfn.yaml.io import dump_fast
 
 _MISSING: Any = object()
 _STYLE_OF = {b"'"[0]: "'", b'"'[0]: '"', LITERAL: "|", b">"[0]: "|"}
@@ -67,6 +68,8 @@ class Splicer:
         """A block sequence whose items are checked one by one (a ResourceList's ``items``)."""
         self.unit = -1
         self.unit_values: dict[int, Any] = {}
+        self.anew: dict[int, str] = {}
+        """Items of ``unit_seq`` written anew instead of edited (-> why)."""
         self.complex: set[int] = set()
         """Units (-1: outside any) holding an edit that is not a simple scalar replacement."""
         self.final: dict[int, Any] = {}
@@ -300,8 +303,24 @@ class Splicer:
         for item, new in pairs:
             self.unit = item
             self.unit_values[item] = new
-            self.node(item, new, inner)
+            if item in self.anew:
+                self.item_anew(item, new)
+                continue
+            try:
+                self.node(item, new, inner)
+            except (Unplaceable, Unwritable) as err:
+                # one item the splice cannot place costs that item's style, not every item's
+                self.edits = [e for e in self.edits if e[3] != item]
+                self.anew[item] = str(err)
+                self.item_anew(item, new)
         self.unit = -1
+
+    def item_anew(self, item: int, v: Any) -> None:
+        """Write a block sequence item whole with the fast dumper, indented to its place."""
+        n = self.n
+        self.lose(item, n.after[item])
+        pad = self.nl + " " * self.column(n.start[item])
+        self.edit(n.start[item], n.end[item], pad.join(dump_fast(v).rstrip("\n").split("\n")))
 
     def append_flow(self, i: int, last: int, v: Any, found: int) -> bool:
         """Add new entries (or items) at the end of a flow collection, before its closing bracket."""
@@ -321,10 +340,23 @@ class Splicer:
         return True
 
     def dash(self, item: int) -> int:
+        """Where the ``-`` of a block sequence item is. It may be lines above the item: kpt writes an
+        object's head comment after the dash (``- # the app``, then ``apiVersion: ...`` on the next
+        line), and blank or comment lines may sit between the two."""
+        text = self.text
         pos = self.n.start[item] - 1
-        while pos >= 0 and self.text[pos] == " ":
+        while pos >= 0 and text[pos] == " ":
             pos -= 1
-        if pos < 0 or self.text[pos] != "-" or not self.first_on_line(pos):
+        while pos >= 0 and text[pos] == "\n":  # the item starts its line: look at the lines above
+            start = self.line_start(pos)
+            line = text[start:pos].rstrip("\r")
+            stripped = line.lstrip(" ")
+            if _lone_dash(stripped):
+                return start + len(line) - len(stripped)
+            if stripped and not stripped.startswith("#"):
+                break
+            pos = start - 1  # a blank or comment line between the dash and the item
+        if pos < 0 or text[pos] != "-" or not self.first_on_line(pos):
             raise Unplaceable("a sequence item whose dash is not first on its line")
         return pos
 
@@ -585,6 +617,11 @@ def _flow_key(name: Any) -> str:
     if len(text) > 1000:
         raise Unplaceable("a key that needs an explicit-key entry")
     return text
+
+
+def _lone_dash(line: str) -> bool:
+    """A line (its indentation stripped) holding only a sequence dash, maybe with a comment after it."""
+    return line == "-" or (line[:2] in ("- ", "-\t") and line[2:].lstrip(" \t")[:1] in ("", "#"))
 
 
 def _fingerprint(value: Any) -> Any:

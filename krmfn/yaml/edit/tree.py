@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from yaml.cyaml import CParser  # type: ignore[attr-defined]
@@ -30,6 +29,7 @@ from yaml.events import (
     SequenceStartEvent,
 )
 
+from krmfn.records import Record
 from krmfn.yaml import fast as yamlfast
 
 # kind codes (one byte each)
@@ -41,35 +41,47 @@ SEQS = frozenset((BLOCK_SEQ, FLOW_SEQ))
 _STYLE = {None: PLAIN, "": PLAIN, "'": SINGLE, '"': DOUBLE, "|": LITERAL, ">": FOLDED}
 
 
-@dataclass
-class Nodes:
-    start: array[int] = field(default_factory=lambda: array("q"))
-    end: array[int] = field(default_factory=lambda: array("q"))
-    after: array[int] = field(default_factory=lambda: array("q"))
-    kind: bytearray = field(default_factory=bytearray)
-    value: list[Any] = field(default_factory=list)
-    anchor: dict[int, str] = field(default_factory=dict)
-    """Nodes carrying ``&name``."""
-    tagged: set[int] = field(default_factory=set)
-    """Nodes carrying an explicit tag (``!!str 3``): their text starts with it."""
-    merged: set[int] = field(default_factory=set)
-    """Mappings holding ``<<`` merge keys."""
+class Nodes(Record):
+    """Where every node of a stream sits, as parallel arrays."""
+
+    __slots__ = _fields = ("start", "end", "after", "kind", "value", "anchor", "tagged", "merged")
+
+    def __init__(self) -> None:
+        self.start: array[int] = array("q")
+        self.end: array[int] = array("q")
+        self.after: array[int] = array("q")
+        self.kind = bytearray()
+        self.value: list[Any] = []
+        self.anchor: dict[int, str] = {}
+        """Nodes carrying ``&name``."""
+        self.tagged: set[int] = set()
+        """Nodes carrying an explicit tag (``!!str 3``): their text starts with it."""
+        self.merged: set[int] = set()
+        """Mappings holding ``<<`` merge keys."""
 
 
-@dataclass
-class Document:
-    value: Any
-    root: int
-    """Node number of the root, -1 for an empty document."""
-    region: tuple[int, int]
-    """The document's text, from its ``---`` (or the start of the stream) to the next document's."""
+class Document(Record):
+    """One document of a stream: its value, root node and text region."""
+
+    __slots__ = _fields = ("value", "root", "region")
+
+    def __init__(self, value: Any, root: int, region: tuple[int, int]) -> None:
+        self.value = value
+        self.root = root
+        """Node number of the root, -1 for an empty document."""
+        self.region = region
+        """The document's text, from its ``---`` (or the start of the stream) to the next document's."""
 
 
-@dataclass
-class Source:
-    text: str
-    nodes: Nodes
-    documents: list[Document]
+class Source(Record):
+    """A stream's text, node map and documents."""
+
+    __slots__ = _fields = ("text", "nodes", "documents")
+
+    def __init__(self, text: str, nodes: Nodes, documents: list[Document]) -> None:
+        self.text = text
+        self.nodes = nodes
+        self.documents = documents
 
 
 def parse(text: str, max_depth: int = yamlfast.DEFAULT_MAX_DEPTH) -> Source:
