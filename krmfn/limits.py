@@ -33,6 +33,7 @@ class Limits(FrozenRecord):
 
     def __init__(
         self,
+        *,
         max_bytes: int = 12 * 1024 * 1024,
         max_fidelity_bytes: int = 1024 * 1024,
         max_items: int = 200_000,

@@ -53,4 +53,5 @@ def test_every_declared_field_is_a_constructor_field(cls: type[Record]) -> None:
 
 def test_every_limit_has_its_variable_and_its_field() -> None:
     assert list(ENV) == list(Limits._fields)
-    assert Limits(**dict.fromkeys(ENV, 7)) == Limits(*[7] * len(ENV))
+    limits = Limits(**dict.fromkeys(ENV, 7))
+    assert [getattr(limits, name) for name in ENV] == [7] * len(ENV)
