@@ -97,7 +97,12 @@ def dial(found: list[Resolved], timer: Timer) -> socket.socket:
 
 
 def handshake(tls: ssl.SSLContext, sock: socket.socket, host: str, timer: Timer) -> socket.socket:
-    secure = tls.wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False)
+    try:
+        # wrap_socket itself reads: on a socket the server already reset it raises ECONNRESET.
+        secure = tls.wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False)
+    except OSError as err:
+        sock.close()
+        raise Unreachable(describe(err)) from None
     try:
         while True:
             secure.settimeout(timer.wait())

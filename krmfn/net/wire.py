@@ -29,7 +29,7 @@ from krmfn.net.addresses import Floor, Resolver, resolve
 from krmfn.net.answers import CLOSE, Response, framing_of, read_head
 from krmfn.net.budget import Timer
 from krmfn.net.errors import Malformed, Refused, Unreachable
-from krmfn.net.sockets import Conn, dial, handshake, readable
+from krmfn.net.sockets import Conn, describe, dial, handshake, readable
 
 __all__ = ["Pool", "Request", "Response", "Transport", "encode"]
 
@@ -123,6 +123,9 @@ class Pool:
             conn.send(data, timer)
             status, reason, headers, http11 = read_head(conn, timer)
             framing, length = framing_of(request.method, status, headers)
+        except OSError as err:  # the one boundary: no socket or TLS error leaves the stack unnamed
+            conn.close()
+            raise Unreachable(describe(err)) from None
         except BaseException:
             conn.close()
             raise
