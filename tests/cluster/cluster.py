@@ -33,6 +33,8 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import Namespace, Node, Pod, ServiceAccount
 
+from .patience import EVENT_WAIT
+
 HERE = Path(__file__).resolve().parent
 BUILD_SH = HERE / "build.sh"
 FLUX_OPERATOR_SH = HERE / "build-flux-operator.sh"
@@ -82,7 +84,10 @@ def build_flux_operator() -> tuple[Path, Path]:
 
 
 def wait_until(what: str, check: Callable[[], bool], timeout: float, interval: float = POLL) -> None:
-    """Polls check() until it returns True; raises ClusterError after timeout seconds."""
+    """Polls check() until it returns True; raises ClusterError after timeout seconds, and never sooner
+    than patience.EVENT_WAIT: a wait for the cluster to act bounds a hang, it does not time the cluster
+    (on a busy machine its controllers lag by tens of seconds)."""
+    timeout = max(timeout, EVENT_WAIT)
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:

@@ -48,6 +48,7 @@ from krmfn.yaml.io import dump_all_fast
 
 from .cluster import Cluster
 from .objects import meta
+from .patience import EVENT_WAIT, STEP_TIMEOUT
 
 Doc = dict[str, Any]
 
@@ -73,7 +74,7 @@ def job(
     fail: bool = False,
     slow: str | None = None,
     annotations: dict[str, str] | None = None,
-    timeout: str | None = "30s",
+    timeout: str | None = STEP_TIMEOUT,
     ttl: int | None = None,
     restart_policy: str = "Never",
     backoff_limit: int = 0,
@@ -106,7 +107,7 @@ def deployment(name: str, step: int | None = None, *, image: str = "app:1", repl
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _meta(name, step, None, "30s"),
+        "metadata": _meta(name, step, None, STEP_TIMEOUT),
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": {"app": name}},
@@ -224,7 +225,7 @@ class Background:
             self._lines.put(line)
         self._lines.put(None)
 
-    def until(self, predicate: Callable[[Doc], bool], timeout: float = 30) -> Doc:
+    def until(self, predicate: Callable[[Doc], bool], timeout: float = EVENT_WAIT) -> Doc:
         """Reads events until one satisfies ``predicate``; returns it."""
         while True:
             line = self._lines.get(timeout=timeout)
@@ -239,7 +240,7 @@ class Background:
         self.proc.kill()
         self.proc.wait(10)
 
-    def finish(self, timeout: float = 60) -> Outcome:
+    def finish(self, timeout: float = EVENT_WAIT) -> Outcome:
         code = self.proc.wait(timeout)
         while (line := self._lines.get(timeout=5)) is not None:
             self.events.append(json.loads(line))

@@ -28,6 +28,7 @@ from krmfn.runner.wire import Reply
 
 from .cluster import Cluster
 from .objects import annotations_of
+from .patience import STEP_TIMEOUT_SECONDS
 from .runner_fixtures import Spawn, configmap, final_wait, inventory_problems, job
 from .runner_fixtures import spawn as spawn  # noqa: PLC0414 (re-exported fixture)
 from .test_apply_faults import runs_of, waiting_in
@@ -48,7 +49,7 @@ def survives(spawn: Spawn, client: Client, namespace: str, fault: Callable[[], o
     run = spawn([job("db-migration", 0, slow="3s"), final_wait(job("warmup", 1))], *flags)
     run.until(waiting_in(0))
     fault()
-    out = run.finish(timeout=120)
+    out = run.finish()
     assert out.code == 0, out.error + out.stderr
     assert out.step_results() == [("step0", "healthy"), ("step1", "healthy")]
     assert runs_of(client, "db-migration", namespace)[1:] == (1, 1)
@@ -119,7 +120,7 @@ def test_parent_write_whose_answer_is_lost_is_not_taken_for_a_lost_lock(
 
     monkeypatch.setattr(api._wire, "send", send)
     docs = [job("db-migration", 0), configmap("after", 1)]
-    plan = build_plan(docs, namespace=namespace, default_timeout=30)
+    plan = build_plan(docs, namespace=namespace, default_timeout=STEP_TIMEOUT_SECONDS)
     try:
         result = Runner(api, Options(namespace=namespace), lambda event: None).run(plan)
     finally:

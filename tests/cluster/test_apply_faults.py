@@ -31,6 +31,7 @@ from krmfn.runner.plan import build_plan
 
 from .cluster import Cluster
 from .objects import annotations_of, exists, meta, status_of
+from .patience import STEP_TIMEOUT_SECONDS
 from .runner_fixtures import (
     Apply,
     Background,
@@ -353,7 +354,7 @@ def test_lease_is_renewed_while_a_step_outlasts_it(
 
     api = HttpApi(load_config(str(kubeconfig), None))
     plan = build_plan([job("db-migration", 0, slow="5s"), configmap("after", 1)], namespace=namespace,
-                      default_timeout=30)  # fmt: skip
+                      default_timeout=STEP_TIMEOUT_SECONDS)  # fmt: skip
     try:
         # Without renewals, a 2s lease would stop the run at the first wait tick after 2s.
         result = Runner(api, Options(namespace=namespace, lock_lease=2.0), emit).run(plan)
@@ -375,7 +376,7 @@ def test_run_cut_off_for_longer_than_its_lease_stops(
 
     api = HttpApi(load_config(str(kubeconfig), None))
     plan = build_plan([job("db-migration", 0, slow="6s"), configmap("after", 1)], namespace=namespace,
-                      default_timeout=30)  # fmt: skip
+                      default_timeout=STEP_TIMEOUT_SECONDS)  # fmt: skip
     results: list[Result] = []
     runner = Runner(api, Options(namespace=namespace, lock_lease=1.0), emit)
     thread = threading.Thread(target=lambda: results.append(runner.run(plan)))

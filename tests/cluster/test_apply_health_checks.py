@@ -17,6 +17,7 @@ from krmfn.yaml.io import dump_all_fast
 
 from .crds import controller as controller_of
 from .crds import install, open_crd
+from .patience import STEP_TIMEOUT
 from .runner_fixtures import Apply, Doc
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 
@@ -39,7 +40,7 @@ def widgets(kube_client: Client) -> None:
 
 def widget(name: str, **spec: Any) -> Doc:
     return {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": name,
-            "annotations": {"krmfn.dev/step-timeout": "20s"}}, "spec": spec}  # fmt: skip
+            "annotations": {"krmfn.dev/step-timeout": STEP_TIMEOUT}}, "spec": spec}  # fmt: skip
 
 
 def checks_file(tmp_path: Path, *entries: Doc) -> str:

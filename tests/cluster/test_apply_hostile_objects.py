@@ -27,6 +27,7 @@ from krmfn.yaml.io import dump_all_fast
 
 from .crds import controller as controller_of
 from .crds import install, open_crd
+from .patience import STEP_TIMEOUT
 
 Doc = dict[str, Any]
 GROUP = "hostile.test.krmfn.dev"
@@ -117,7 +118,7 @@ def test_a_custom_resource_whose_status_nests_too_deep(
         json.dumps([{"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "current": "status.ready"}])
     )
     controller("waited", status)
-    code, out, err = krmfn("apply", [*docs, gadget("waited")], "--wait", "--step-timeout", "60s",
+    code, out, err = krmfn("apply", [*docs, gadget("waited")], "--wait", "--step-timeout", STEP_TIMEOUT,
                            "--health-checks", str(checks), "-o", "json")  # fmt: skip
     assert code == 1, out + err
     result = json.loads(out.splitlines()[-1])

@@ -19,6 +19,7 @@ from krmfn.runner.applyset import applyset_id
 from krmfn.yaml.io import load_all_fast
 
 from .objects import annotations_of, exists, meta
+from .patience import STEP_TIMEOUT
 from .runner_fixtures import Apply, configmap, deployment, inventory_problems, job
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 
@@ -58,7 +59,7 @@ def test_crd_and_its_custom_resource_apply_in_one_step(
         "kind": "Kustomization",
         "metadata": {
             "name": "podinfo",
-            "annotations": {"krmfn.dev/step-index": "0", "krmfn.dev/step-timeout": "20s"},
+            "annotations": {"krmfn.dev/step-index": "0", "krmfn.dev/step-timeout": STEP_TIMEOUT},
         },
         "spec": {
             "interval": "60m",

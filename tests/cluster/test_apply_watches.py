@@ -17,6 +17,7 @@ from krmfn.runner.kube import HttpApi, load_config
 from krmfn.runner.plan import build_plan
 
 from .cluster import Cluster
+from .patience import STEP_TIMEOUT_SECONDS
 from .runner_fixtures import Apply, deployer_kubeconfig, deployment, final_wait, job
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 
@@ -46,7 +47,7 @@ def test_a_step_of_many_deployments_and_jobs_waits_with_one_watch_per_kind(
     api = CountingApi(load_config(str(kubeconfig), None))
     api.watches, api.lists = [], []
     events: list[Event] = []
-    plan = build_plan(docs, namespace=namespace, default_timeout=60)
+    plan = build_plan(docs, namespace=namespace, default_timeout=STEP_TIMEOUT_SECONDS)
     try:
         result = Runner(api, Options(namespace=namespace, applyset="watches"), events.append).run(plan)
     finally:
@@ -89,7 +90,7 @@ def test_the_pods_of_running_jobs_are_listed_with_one_request_per_namespace(
     docs = [final_wait(job(name, 0, slow="3s")) for name in names]
     api = CountingApi(load_config(str(kubeconfig), None))
     api.watches, api.lists = [], []
-    plan = build_plan(docs, namespace=namespace, default_timeout=60)
+    plan = build_plan(docs, namespace=namespace, default_timeout=STEP_TIMEOUT_SECONDS)
     try:
         result = Runner(api, Options(namespace=namespace, applyset="pods"), lambda event: None).run(plan)
     finally:

@@ -24,6 +24,7 @@ from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Pod
 
 from .cluster import Cluster
+from .patience import EVENT_WAIT
 
 pytestmark = pytest.mark.cluster
 
@@ -34,7 +35,9 @@ IMAGE_2 = "registry.example/krmfn/noop:2"
 
 
 def wait_for(what: str, get: Callable[[], T], timeout: float = 30) -> T:
-    """Polls get() every 100ms until it returns something truthy, and returns that."""
+    """Polls get() every 100ms until it returns something truthy, and returns that (never giving up
+    sooner than patience.EVENT_WAIT, as cluster.wait_until)."""
+    timeout = max(timeout, EVENT_WAIT)
     deadline = time.monotonic() + timeout
     while not (value := get()):
         if time.monotonic() > deadline:

@@ -192,7 +192,8 @@ def test_failures_ignored_by_the_pod_failure_policy_are_shown_while_waiting(
     apply: Apply, namespace: str, app: str
 ) -> None:
     ignore = {"rules": [{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [3]}}]}
-    out = apply([runs(job("ignored", 0, timeout="8s", podFailurePolicy=ignore), app, "exit 3")], "--wait")
+    held = job("ignored", 0, timeout="8s", podFailurePolicy=ignore)  # timeout under test
+    out = apply([runs(held, app, "exit 3")], "--wait")
     assert out.code == 1
     statuses = [e["message"] for e in out.of("status") if e["object"] == f"Job.batch {namespace}/ignored"]
     assert any("Error (exit code 3) (ignored by the podFailurePolicy" in m for m in statuses), statuses

@@ -178,7 +178,7 @@ def test_a_release_whose_schema_is_missing_never_becomes_available(
     for doc in docs:
         notes = doc["metadata"]["annotations"]
         if notes["krmfn.dev/step"] == "deploy":
-            notes["krmfn.dev/step-timeout"] = "15s"
+            notes["krmfn.dev/step-timeout"] = "15s"  # timeout under test
     out = apply(docs, *APPLYSET, "--wait")  # the deploy step is the last one now
     assert out.code == 1
     assert out.step_results() == [("database", "healthy"), ("pre-deploy", "healthy"), ("deploy", "timeout")]
