@@ -126,8 +126,8 @@ def test_aliases_under_the_limit_stay_aliases_in_the_output(name: str, mode: Mod
     """111 110 values through aliases in 1 KB are allowed; the output must keep them as aliases, not
     write them all out (and a function walking them must stay fast)."""
     text = _bomb_in_items(5)
-    started = time.monotonic()
+    started = time.process_time()  # CPU of this process: a busy machine's wait is not counted
     out, code = load(name).process(text, mode)
-    assert time.monotonic() - started < 5
+    assert time.process_time() - started < 5
     assert not output_problems(out, code, mode)
     assert len(out) < 20 * len(text), f"output is {len(out)} characters for {len(text)} of input"

@@ -35,10 +35,10 @@ def test_fidelity_path_keeps_the_text_of_ordinary_floats() -> None:
 def test_deep_flow_nesting_is_refused_fast_on_the_fidelity_path(nest: str) -> None:
     # ruamel's scanner is quadratic in flow depth: 1000 brackets took 1.5 s, 100 000 took 3 s.
     text = f"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig: {nest}\n"
-    started = time.perf_counter()
+    started = time.process_time()  # CPU of this process: a busy machine's wait is not counted
     with pytest.raises(LimitExceededError, match="KRMFN_MAX_DEPTH"):
         load(text, "fidelity", Limits())
-    assert time.perf_counter() - started < 0.2
+    assert time.process_time() - started < 0.2
 
 
 @pytest.mark.parametrize("mode", ["fast", "fidelity"])
@@ -129,7 +129,7 @@ def test_a_duplicate_key_holding_an_alias_bomb_is_described_quickly() -> None:
     levels = ["  l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
     levels += [f"  l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 7)]
     bomb = "bomb:\n" + "\n".join(levels) + "\n"
-    started = time.perf_counter()
+    started = time.process_time()  # CPU of this process: a busy machine's wait is not counted
     with pytest.raises(DuplicateKeyError, match=r"duplicate key 'bomb' at line 9, column 1"):
         load(bomb + "bomb: *l6\n", "fidelity", Limits())
-    assert time.perf_counter() - started < 1
+    assert time.process_time() - started < 1
