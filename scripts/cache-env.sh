@@ -11,14 +11,22 @@ export KRMFN_BIN
 mkdir -p "$KRMFN_BIN"
 
 # build_once NAME STAMP CMD...: run CMD unless $KRMFN_BIN/NAME exists and was built for STAMP.
+# Two checkouts on one machine (a second worktree, a test that builds what it needs) share the cache:
+# the build of NAME holds $KRMFN_CACHE/locks/NAME.lock, and whoever waited for it finds it built.
 build_once() {
   local name=$1 stamp=$2; shift 2
-  if [ -x "$KRMFN_BIN/$name" ] && [ "$(cat "$KRMFN_BIN/.$name.stamp" 2>/dev/null)" = "$stamp" ]; then
-    return 0
-  fi
-  echo "building $name ($stamp)..." >&2
-  local start=$SECONDS
-  "$@" || { echo "error: building $name failed" >&2; return 1; }
-  echo "$stamp" > "$KRMFN_BIN/.$name.stamp"
-  echo "built $name in $((SECONDS - start))s" >&2
+  built() { [ -x "$KRMFN_BIN/$name" ] && [ "$(cat "$KRMFN_BIN/.$name.stamp" 2>/dev/null)" = "$stamp" ]; }
+  built && return 0
+  mkdir -p "$KRMFN_CACHE/locks"
+  local status=0
+  (
+    flock -w 3600 9 || { echo "error: waited an hour for another build of $name to end" >&2; exit 1; }
+    built && exit 0
+    echo "building $name ($stamp)..." >&2
+    start=$SECONDS
+    "$@" || { echo "error: building $name failed" >&2; exit 1; }
+    echo "$stamp" > "$KRMFN_BIN/.$name.stamp"
+    echo "built $name in $((SECONDS - start))s" >&2
+  ) 9>"$KRMFN_CACHE/locks/$name.lock" || status=$?
+  return "$status"
 }
