@@ -8,7 +8,7 @@ warm-up Job (weight 5) and a test Pod.
   without it, validate-jobs warns that the hook Jobs share the Deployment's step (issue 35).
 - As a post-renderer, the functions change only what their jobs change, byte for byte: Helm 3 through
   ``--post-renderer krmfn-render`` (its hooks never reach a post-renderer: action.renderResources
-  post-renders the release's manifests only), Helm 4 through the plugin in helm-plugin/ (whose default
+  post-renders the release's manifests only), Helm 4 through the plugin in helm-plugin/krmfn/ (whose default
   post-render strategy sends the hooks too).
 """
 
@@ -18,6 +18,7 @@ import difflib
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ from e2e import ROOT, tool
 from krmfn.yaml.io import load_all_fast
 
 CHART = ROOT / "tests" / "testdata" / "helm" / "shop"
-PLUGIN = ROOT / "helm-plugin"
+PLUGIN = ROOT / "helm-plugin" / "krmfn"
 HELM_VERSIONS = {"helm3": "v3.22.0", "helm4": "v4.3.1"}
 ORDERED = """\
 apiVersion: fn.krmfn.dev/v1alpha1
@@ -48,6 +49,7 @@ setConfigChecksum: {}
 hashJobNames: {}
 validateJobs: {}
 """
+BIN = Path(sys.executable).parent  # krmfn's console scripts, which Helm runs as post-renderers too
 HASHED = re.compile(r"-[0-9a-f]{8}$")
 
 pytestmark = pytest.mark.e2e
@@ -66,7 +68,7 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
         args, input=stdin, capture_output=True, text=True, timeout=300, check=False,
-        env={**os.environ, **(env or {})},
+        env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **(env or {})},
     )  # fmt: skip
     if check:
         assert proc.returncode == 0, f"{args} exited {proc.returncode}:\n{proc.stderr}"
@@ -111,8 +113,8 @@ def test_without_order_from_validate_jobs_warns_about_each_hook_job() -> None:
 
 def function_changes_only(before: str, after: str) -> set[str]:
     """Assert that ``after`` is ``before`` with only lines the functions write: krmfn.dev/ annotations
-    (and the ``annotations:`` key that holds them), and a Job's ``name:`` with hash-job-names' hash. The
-    names of the Jobs renamed, returned."""
+    (with the ``annotations:`` and a pod template's ``metadata:`` keys that hold them), and a Job's
+    ``name:`` with hash-job-names' hash. The names of the Jobs renamed, returned."""
     old, new = before.splitlines(), after.splitlines()
     renamed: set[str] = set()
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
@@ -126,7 +128,11 @@ def function_changes_only(before: str, after: str) -> set[str]:
             if text.startswith("name: ") and HASHED.sub("", text.removeprefix("name: ")) in bases:
                 renamed.add(HASHED.sub("", text.removeprefix("name: ")))
                 continue
-            assert text == "annotations:" or text.startswith("krmfn.dev/"), (op, removed, added)
+            assert text in ("metadata:", "annotations:") or text.startswith("krmfn.dev/"), (
+                op,
+                removed,
+                added,
+            )
     return renamed
 
 
@@ -146,19 +152,27 @@ def test_helm3_post_renderer_changes_only_what_the_functions_change_and_never_se
 
 
 def test_helm4_plugin_post_renders_the_hooks_too(tmp_path: Path) -> None:
+    """Helm 4 re-serializes what a post-renderer returns (kyaml, its own list indentation), so the bytes
+    are compared with a post-renderer that changes nothing: a plugin running ``cat``."""
     helm4 = helm("helm4")
-    homes = {f"HELM_{k}_HOME": str(tmp_path / k.lower()) for k in ("CONFIG", "DATA", "CACHE")}
-    env = {**homes, "HELM_PLUGINS": str(tmp_path / "plugins")}
-    run([helm4, "plugin", "install", str(PLUGIN)], env=env)
+    env = {f"HELM_{k}_HOME": str(tmp_path / k.lower()) for k in ("CONFIG", "DATA", "CACHE")}
+    identity = tmp_path / "identity"
+    identity.mkdir()
+    (identity / "plugin.yaml").write_text(
+        "apiVersion: v1\ntype: postrenderer/v1\nname: identity\nversion: 0.0.1\nruntime: subprocess\n"
+        "runtimeConfig:\n  platformCommand:\n    - command: cat\n"
+    )
+    for plugin in (PLUGIN, identity):
+        run([helm4, "plugin", "install", str(plugin)], env=env)
     listed = run([helm4, "plugin", "list"], env=env).stdout
     assert re.search(r"^krmfn\s+0\.1\.0\s+postrenderer/v1", listed, re.MULTILINE), listed
     config = tmp_path / "render.yaml"
     config.write_text(POST_RENDER)
-    plain = run([helm4, "template", "shop", str(CHART)], env=env).stdout
-    post = run([helm4, "template", "shop", str(CHART), "--post-renderer", "krmfn",
-                "--post-renderer-args", f"--fn-config={config}"], env=env).stdout  # fmt: skip
-    assert function_changes_only(plain, post) == {"shop-reindex", "shop-db-migration", "shop-cache-warmup"}
-    assert "postrenderer.helm.sh" not in post  # Helm's own bookkeeping annotation, kept and removed
+    template = [helm4, "template", "shop", str(CHART), "--post-renderer"]
+    same = run([*template, "identity"], env=env).stdout
+    post = run([*template, "krmfn", "--post-renderer-args", f"--fn-config={config}"], env=env).stdout
+    assert function_changes_only(same, post) == {"shop-reindex", "shop-db-migration", "shop-cache-warmup"}
+    assert "postrenderer.helm.sh" not in post  # Helm's bookkeeping annotation: kept by krmfn, removed by Helm
 
 
 def test_the_plugin_manifest_names_the_package_version() -> None:
