@@ -440,3 +440,16 @@ def test_errors_leave_out_nothing() -> None:
     assert out.code != 0
     assert [i["metadata"]["name"] for i in out.items] in ([], ["t", "bad", "app"])
     assert all("krmfn.dev/step" not in (i["metadata"].get("annotations") or {}) for i in out.items)
+
+
+def test_a_hook_that_needs_a_release_object_is_an_ordering_error() -> None:
+    """A pre-upgrade hook Job that runs as the release's ServiceAccount waits for a later step (on a Helm
+    install it hangs too): set-steps' ordering check names both steps."""
+    job = hook("m", "pre-upgrade")
+    job["spec"] = {"template": {"spec": {"serviceAccountName": "app", "restartPolicy": "Never",
+                                         "containers": [{"name": "m", "image": "busybox"}]}}}  # fmt: skip
+    out = run("helm", [obj("ServiceAccount", "app"), job, APP])
+    (message,) = out.messages("error")
+    assert (
+        "in step 'helm-pre-0'" in message and "ServiceAccount apps/app, in the later step 'deploy'" in message
+    )
