@@ -166,8 +166,8 @@ def helm_test() -> None:
     out = run("helm", [hook("t", "test", kind="Pod"), hook("t2", "test-success", kind="Pod"), APP])
     assert out.code == 0
     assert out.order() == [["app"]]
-    assert "helm test" in out.one("info", "t", "helm.sh/hook")
-    out.one("info", "t2", "helm.sh/hook")
+    assert "--skip-tests" in out.one("warning", "t", "helm.sh/hook")
+    out.one("warning", "t2", "helm.sh/hook")
 
 
 def helm_other() -> None:
