@@ -104,19 +104,15 @@ def layout(items: Iterable[Obj], config: SetStepsConfig, results: Results) -> La
             )
     steps = [_step(s) for s in before] + list(config.steps) + [_step(s) for s in after]
     on_failure = list(config.on_failure) + [_step(s) for s in failure]
-    for where, found in (("steps", steps), ("onFailure", on_failure)):
+    for where, found, added in (("steps", steps, before + after), ("onFailure", on_failure, failure)):
         if len(found) > MAX_STEPS:
             results.error(
-                f"{config.order_from}'s annotations ask for {len(found) - len(getattr(config, _ATTR[where]))}"
-                f" more {where}, {len(found)} in all, over the limit of {MAX_STEPS}; use fewer distinct "
-                "weights or waves",
+                f"{config.order_from}'s annotations ask for {len(added)} more {where}, {len(found)} in all, "
+                f"over the limit of {MAX_STEPS}; use fewer distinct weights or waves",
                 field="functionConfig.orderFrom",
             )
     merged = replace(config, steps=steps, on_failure=on_failure)
     return Layout(merged, {key: slot.name for key, slot in slots.items()}, left_out)
-
-
-_ATTR = {"steps": "steps", "onFailure": "on_failure"}
 
 
 def _step(slot: Slot) -> StepConfig:
