@@ -262,6 +262,12 @@ def argocd_several() -> None:
     assert "not one of" in out.one("warning", "y", "argocd.argoproj.io/hook")
 
 
+def argocd_helm_hook() -> None:
+    out = run("argocd", [hook("h", "pre-upgrade", "-3"), argo("both", "PreSync"), APP])
+    assert out.step_of() == {"h": "deploy", "both": "argocd-presync-0", "app": "deploy"}
+    assert "orderFrom: helm" in out.one("warning", "h", "helm.sh/hook")
+
+
 def kapp_after() -> None:
     items = [
         kapp("migrate", "apps.example.com/db-migrations"),

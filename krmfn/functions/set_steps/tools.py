@@ -10,7 +10,8 @@ in it the way a pin places one. An object whose annotation has no krmfn equivale
 the object and the annotation; one that never runs at install or upgrade (a Helm test hook, an Argo CD
 ``Skip``) is left out of the output with a message. Annotation values are hostile input: a weight or
 wave is a plain ASCII integer within int32, anything else is an error naming the object and the
-annotation (Helm and Argo CD read an unparsable weight as 0 without a word).
+annotation (Helm reads an unparsable weight as 0, Argo CD an unparsable wave as the Helm weight or
+0, without a word).
 """
 
 from __future__ import annotations
@@ -238,6 +239,15 @@ def _argocd(objects: list[Obj], slots: dict[int, Slot], left_out: list[Obj], res
         if wave is None or (hook is None and ARGO_HOOK in annotations_of(obj)):
             continue
         where = f"metadata.annotations.{ARGO_HOOK}"
+        if hook is None and HELM_HOOK in annotations_of(obj):
+            # Argo CD maps Helm hooks (and a Helm weight without a wave) to its own; this reader does not.
+            results.warning(
+                f"annotation {HELM_HOOK} without {ARGO_HOOK}: Argo CD would run this object as a hook "
+                "mapped from Helm's (pre-* PreSync, post-* PostSync, the hook weight as its wave); "
+                "orderFrom: argocd places it by its sync wave only; use orderFrom: helm for a chart",
+                obj,
+                field=f"metadata.annotations.{HELM_HOOK}",
+            )
         types = sorted({t.strip() for t in hook.split(",")}) if hook is not None else ["Sync"]
         if "Skip" in types or "PostDelete" in types:
             skip = "Skip" in types
