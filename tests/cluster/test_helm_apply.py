@@ -17,7 +17,7 @@ from lightkube.resources.batch_v1 import Job
 
 from krmfn.yaml.io import load_all_fast
 
-from .objects import status_of
+from .objects import meta, status_of
 from .runner_fixtures import Apply
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 
@@ -69,13 +69,13 @@ def test_a_charts_hooks_run_in_helms_order_and_an_unchanged_hook_job_never_again
     warmup = f"Job.batch {namespace}/{jobs['shop-cache-warmup']}"
     assert order.index(f"ServiceAccount {namespace}/shop-migrate") < order.index(migration)
     assert order.index(migration) < order.index(f"Deployment.apps {namespace}/shop") < order.index(warmup)
-    ran = {name: kube_client.get(Job, name, namespace=namespace).metadata.uid for name in jobs.values()}
+    ran = {name: meta(kube_client.get(Job, name, namespace=namespace)).uid for name in jobs.values()}
     assert all(status_of(kube_client.get(Job, n, namespace=namespace)).succeeded == 1 for n in ran)
 
     again = apply(docs, "--applyset", "shop")
     assert again.code == 0, again.error
     assert {again.actions()[f"Job.batch {namespace}/{n}"] for n in ran} == {"unchanged"}
-    assert {n: kube_client.get(Job, n, namespace=namespace).metadata.uid for n in ran} == ran
+    assert {n: meta(kube_client.get(Job, n, namespace=namespace)).uid for n in ran} == ran
 
     bumped = rendered(tmp_path, "app:2")
     new = {d["metadata"]["name"] for d in bumped if d["kind"] == "Job"}
