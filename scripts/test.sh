@@ -16,6 +16,8 @@ KRMFN_CLUSTER_BIN=$(bash tests/cluster/build.sh)
 export KRMFN_CLUSTER_BIN
 # The Flux Operator for the ResourceSet e2e tests (AGPL-3.0: built into the cache as a test tool only).
 bash tests/cluster/build-flux-operator.sh >/dev/null
+# Helm 3 and 4 for tests/test_helm.py (Apache-2.0, built into the cache as test tools).
+bash tests/cluster/build-helm.sh >/dev/null
 bash scripts/fetch-resourceset-crd.sh >/dev/null  # the export tests' Flux Operator CRD, into the cache
 # A real OCI registry for set-image's registry lookups (Debian's docker-registry package).
 if ! command -v docker-registry >/dev/null; then

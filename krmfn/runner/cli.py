@@ -217,6 +217,11 @@ def parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("--prune-crds", action="store_true",
                        help="also prune CustomResourceDefinitions no longer rendered (deletes their custom "
                        "resources)")  # fmt: skip
+    if command == "plan":
+        # Accepted as apply takes it, so one command line serves both; checked as apply checks it.
+        p.add_argument("--applyset", default=None, metavar="NAME",
+                       help="the inventory apply would use: checked as apply checks it (a valid Secret "
+                       "name no rendered object takes)")  # fmt: skip
     if command == "apply":
         p.add_argument("--concurrency", type=_concurrency, default=DEFAULT_CONCURRENCY, metavar="N",
                        help="apply requests in flight within a step, per group of one kind (Namespaces and "
@@ -326,6 +331,8 @@ def _plan(args: argparse.Namespace, docs: list[Any]) -> int:
     namespace = args.namespace or _kubeconfig_namespace(args)
     try:
         plan = _make_plan(args, docs, namespace)
+        if args.command == "plan" and args.applyset is not None:
+            check_applyset(plan, args.applyset, namespace)
         _health_checks(args, docs)
     except RunnerError as err:
         _fail("plan", err)

@@ -19,10 +19,14 @@ STEP = "krmfn.dev/step"
 STEP_PIN = "krmfn.dev/step-pin"
 
 
-def assign(items: Iterable[Obj], config: SetStepsConfig, results: Results) -> list[list[Obj]]:
+def assign(
+    items: Iterable[Obj], config: SetStepsConfig, results: Results, placed: dict[int, str] | None = None
+) -> list[list[Obj]]:
     """Resources grouped by step index, the ``onFailure`` steps' after the steps' (``config.steps``
     first, then ``config.on_failure``, one group each); every resource that fits no single step gets an
-    error result."""
+    error result. ``placed``: the step of each object another tool's annotations order (by ``id``),
+    after a pin and before the selectors (tools.py)."""
+    placed = placed or {}
     steps = [*config.steps, *config.on_failure]
     index_of = {step.name: i for i, step in enumerate(steps)}
     names = ", ".join(index_of)
@@ -44,6 +48,10 @@ def assign(items: Iterable[Obj], config: SetStepsConfig, results: Results) -> li
                 )
             continue
         before = len(results)
+        if id(obj) in placed:
+            groups[index_of[placed[id(obj)]]].append(obj)
+            _note_move(obj, notes, groups, steps, results)
+            continue
         matched = [i for i, step in enumerate(steps) if matches_any(step.selectors, obj)]
         if len(matched) > 1:
             both = " and ".join(repr(steps[i].name) for i in matched)

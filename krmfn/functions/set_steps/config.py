@@ -15,6 +15,7 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 Emit = Literal["depends-on", "argocd"]
+OrderFrom = Literal["", "helm", "argocd", "kapp"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,15 @@ class SetStepsConfig:
             "example": "warning",
         },
     )
+    order_from: OrderFrom = field(
+        default="",
+        metadata={
+            "help": "also read another tool's ordering annotations as steps: helm (helm.sh/hook and "
+            "hook-weight), argocd (argocd.argoproj.io/hook and sync-wave) or kapp (change-group and "
+            "change-rule); the config's steps hold the release's other objects",
+            "example": "helm",
+        },
+    )
     cluster_scoped_kinds: list[str] = field(
         default_factory=list,
         metadata={
@@ -130,6 +140,12 @@ class SetStepsConfig:
             )
         if len(set(self.emit)) != len(self.emit):
             raise ConfigError("each value may appear once", f"{prefix}emit")
+        if self.order_from == "argocd" and "argocd" in self.emit:
+            # emit writes the sync waves orderFrom reads: a second render would read its own output.
+            raise ConfigError(
+                "orderFrom: argocd reads the sync waves that emit: [argocd] writes; use one of them",
+                f"{prefix}orderFrom",
+            )
 
 
 def timeout_ns(text: str, where: str) -> int:

@@ -4,7 +4,7 @@ the runner's annotations, plus depends-on and sync waves for the other engines (
 from __future__ import annotations
 
 from krmfn import ResourceList, dependson
-from krmfn.functions.set_steps import ordering, runner_annotations
+from krmfn.functions.set_steps import ordering, runner_annotations, tools
 from krmfn.functions.set_steps.annotate import plan_depends_on, write_on_failure_steps, write_steps
 from krmfn.functions.set_steps.assign import assign
 from krmfn.functions.set_steps.config import SetStepsConfig
@@ -20,10 +20,16 @@ def set_steps(rl: ResourceList, config: SetStepsConfig) -> None:
     for obj in rl.items:
         if not is_local_config(obj):
             runner_annotations.check(obj, rl.results)
-    assigned = assign(rl.items, config, rl.results)
+    layout = tools.Layout(config)
+    if config.order_from:
+        layout = tools.layout(rl.items, config, rl.results)
+        config = layout.config
+    left_out = {id(obj) for obj in layout.left_out}
+    items = [obj for obj in rl.items if id(obj) not in left_out]
+    assigned = assign(items, config, rl.results, layout.placed)
     groups, failing = assigned[: len(config.steps)], assigned[len(config.steps) :]
-    scopes = Scopes(rl.items, config.cluster_scoped_kinds)
-    ordering.unmatched_selectors(rl.items, assigned, config, rl.results)
+    scopes = Scopes(items, config.cluster_scoped_kinds)
+    ordering.unmatched_selectors(items, assigned, config, rl.results)
     ordering.check(groups, config, scopes, rl.results)
     depends_on = []
     if "depends-on" in config.emit:
@@ -32,6 +38,8 @@ def set_steps(rl: ResourceList, config: SetStepsConfig) -> None:
         # All or nothing: a half-annotated package would deploy in a partly wrong order.
         rl.results.info("annotated no resource: fix the errors above")
         return
+    if left_out:
+        rl.items[:] = items
     write_steps(groups, config)
     write_on_failure_steps(failing, config)
     if config.app:

@@ -14,9 +14,10 @@ from krmfn.functions.validate_jobs.cron import ScheduleError, check_schedule
 from krmfn.functions.validate_jobs.timezones import zone_problem
 from krmfn.jobhash import name_hash, spec_hash
 from krmfn.k8snames import indexed_completions, name_findings
-from krmfn.kobj import Obj, annotations_of, get_path
+from krmfn.kobj import Obj, annotations_of, get_path, ref_of
 from krmfn.kustomize_names import Names, as_built
 from krmfn.records import FrozenRecord
+from krmfn.terminal import cut
 
 
 class Rule(FrozenRecord):
@@ -47,6 +48,9 @@ RULES: dict[str, Rule] = {
         "warning", "the Job controller's back-off before the last retry is longer than the step's timeout"
     ),
     "concurrency-policy-default": Rule("warning", "CronJob without an explicit concurrencyPolicy"),
+    "helm-hook-same-step": Rule(
+        "warning", "a Helm hook Job in one step with the release's workloads (set-steps orderFrom: helm)"
+    ),
     "name-hash-mismatch": Rule(
         "error", "a hashed Job name whose hash is not its spec's (the Job changed after hash-job-names)"
     ),
@@ -287,3 +291,48 @@ def _backoff(obj: Obj) -> Iterator[Finding]:
             field,
             retries,
         )
+
+
+HELM_HOOK = "helm.sh/hook"
+_HELM_ORDERED = {"pre-install", "pre-upgrade", "post-install", "post-upgrade"}
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
+STEP = "krmfn.dev/step"
+_STEP_INDEX = "krmfn.dev/step-index"
+_ON_FAILURE = "krmfn.dev/on-failure"
+
+
+def step_key(obj: Obj) -> tuple[str, str]:
+    """The step ``krmfn apply`` applies an object in: (on-failure mark, step index); an object without
+    set-steps' annotations is in the one step of an unordered stream."""
+    notes = annotations_of(obj)
+    return (str(notes.get(_ON_FAILURE, "")), str(notes.get(_STEP_INDEX, "")))
+
+
+def is_helm_hook(obj: Obj) -> bool:
+    """An object with a Helm hook event Helm orders around the release's objects at install or upgrade."""
+    value = annotations_of(obj).get(HELM_HOOK)
+    return isinstance(value, str) and bool(
+        {event.strip().lower() for event in value.split(",")} & _HELM_ORDERED
+    )
+
+
+def hook_same_step(obj: Obj, workloads: dict[tuple[str, str], Obj]) -> Iterator[Finding]:
+    """``workloads``: the first release workload (not a hook) of each step. Helm runs a pre-upgrade hook
+    before the rollout and a post-upgrade one after it; krmfn applies one step's objects together, so a
+    hook Job that set-steps did not order (no ``orderFrom: helm``) silently runs alongside the rollout."""
+    if not is_helm_hook(obj):
+        return
+    other = workloads.get(step_key(obj))
+    if other is None:
+        return
+    value = str(annotations_of(obj)[HELM_HOOK]).strip()
+    step = annotations_of(obj).get(STEP)
+    where = f"in step {str(step)!r}" if step is not None else "in the one step of an unordered stream"
+    yield Finding(
+        "helm-hook-same-step",
+        f"a Helm hook ({HELM_HOOK}: {cut(value, 80)}) {where}, with {ref_of(other)}: krmfn applies "
+        "them together, so the Job runs alongside the rollout, not before or after it as in Helm; "
+        "set orderFrom: helm in set-steps (or select the Job into its own step)",
+        f"metadata.annotations.{HELM_HOOK}",
+        cut(value, 80),
+    )

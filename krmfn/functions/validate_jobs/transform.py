@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from krmfn import ResourceList
 from krmfn.functions.validate_jobs.config import ValidateJobsConfig
-from krmfn.functions.validate_jobs.rules import check
-from krmfn.kobj import is_local_config
+from krmfn.functions.validate_jobs.rules import WORKLOAD_KINDS, check, hook_same_step, is_helm_hook, step_key
+from krmfn.kobj import Obj, is_local_config
 from krmfn.kustomize_names import Names
 
 KINDS = ("Job", "CronJob")
@@ -14,6 +14,10 @@ KINDS = ("Job", "CronJob")
 def validate_jobs(rl: ResourceList, config: ValidateJobsConfig) -> None:
     counts = dict.fromkeys(KINDS, 0)
     names = Names(rl.items)
+    workloads: dict[tuple[str, str], Obj] = {}
+    for obj in rl.items:
+        if obj.get("kind") in WORKLOAD_KINDS and not is_local_config(obj) and not is_helm_hook(obj):
+            workloads.setdefault(step_key(obj), obj)
     for obj in rl.items:
         kind = obj.get("kind")
         if kind not in KINDS or not str(obj.get("apiVersion", "")).startswith("batch/"):
@@ -21,7 +25,8 @@ def validate_jobs(rl: ResourceList, config: ValidateJobsConfig) -> None:
         if is_local_config(obj):
             continue
         counts[str(kind)] += 1
-        for finding in check(obj, names):
+        findings = [*check(obj, names), *(hook_same_step(obj, workloads) if kind == "Job" else ())]
+        for finding in findings:
             level = config.level(finding.rule)
             if level != "off":
                 rl.results.add(
