@@ -60,6 +60,13 @@ def migrate() -> int:
     v = version()
     say(f"migration to schema {v}: connecting to {os.environ.get('PGHOST', 'localhost')}")
     done = psql(MIGRATION, version=v)
+    # The database's Service may answer "connection refused" for a moment after the database is Ready
+    # (kube-proxy has not written its rules yet): a real migration tool retries the connection.
+    for _ in range(60):
+        if "Connection refused" not in done.stderr:
+            break
+        time.sleep(1)
+        done = psql(MIGRATION, version=v)
     for line in done.stderr.splitlines():
         say(f"migration to schema {v}: {line}")
     if done.returncode != 0:
