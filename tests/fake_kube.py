@@ -38,8 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from krmfn.runner.api import ApiStatusError, NoSuchKind, Resource, WatchEvent
-from krmfn.runner.errors import call
+from krmfn.runner.api import ApiStatusError, NoSuchKind, Resource, WatchEvent, call
 from krmfn.runner.events import Event
 from krmfn.runner.inventory import Inventory, lease_of
 from krmfn.runner.lock import LEASE, RENEW, Lease

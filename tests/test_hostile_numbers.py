@@ -38,7 +38,8 @@ from krmfn.runner.applyset import PART_OF
 from krmfn.runner.cli import parser
 from krmfn.runner.engine import Options, Runner
 from krmfn.runner.plan import build_plan
-from krmfn.runner.runs import RUNS, decode_plan, parse_runs
+from krmfn.runner.reserved import RUNS
+from krmfn.runner.runs import decode_plan, parse_runs
 from krmfn.runner.status_cmd import collect, write_text
 from krmfn.steps import STEP_INDEX, STEP_TIMEOUT
 

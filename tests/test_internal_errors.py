@@ -24,9 +24,9 @@ from fake_kube import FakeApi
 from krmfn.cli import main as krmfn_main
 from krmfn.errors import EXIT_INTERNAL
 from krmfn.runner.engine import Options, Runner
-from krmfn.runner.lock import LOCK
 from krmfn.runner.plan import build_plan
-from krmfn.runner.runs import RUNS, parse_runs
+from krmfn.runner.reserved import LOCK, RUNS
+from krmfn.runner.runs import parse_runs
 
 CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"},
              "data": {"k": "v"}}  # fmt: skip

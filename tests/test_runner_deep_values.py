@@ -27,9 +27,9 @@ from scripted_kube import Served, Store
 from krmfn.runner.api import MAX_DEPTH, parse_json
 from krmfn.runner.celworker import Worker
 from krmfn.runner.engine import Options, Runner
-from krmfn.runner.lock import LOCK
 from krmfn.runner.plan import build_plan
-from krmfn.runner.runs import RUNS, parse_runs
+from krmfn.runner.reserved import LOCK, RUNS
+from krmfn.runner.runs import parse_runs
 
 DEEP = "\x00deep"
 """The placeholder the scripted server replaces with the nested JSON, wherever an object holds it."""

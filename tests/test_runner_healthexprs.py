@@ -13,7 +13,8 @@ import pytest
 from krmfn.runner import healthexprs
 from krmfn.runner.celworker import Worker
 from krmfn.runner.cli import main
-from krmfn.runner.healthexprs import MAX_ENTRIES, MAX_EXPRESSION, HealthCheckError, HealthChecks, load
+from krmfn.runner.errors import HealthCheckError
+from krmfn.runner.healthexprs import MAX_ENTRIES, MAX_EXPRESSION, HealthChecks, load
 from krmfn.terminal import safe_line
 from krmfn.yaml.io import dump_all_fast
 

@@ -41,10 +41,10 @@ from krmfn.runner.errors import StepFailed
 from krmfn.runner.events import Apply, Event, Status, StepDone, StepStart
 from krmfn.runner.joblogs import LIMIT_BYTES, MAX_LINE, collect, describe, last_lines
 from krmfn.runner.jobs import PodProblem
-from krmfn.runner.lock import LOCK
 from krmfn.runner.plan import build_plan
 from krmfn.runner.printers import JsonPrinter, PlainPrinter, TtyPrinter
-from krmfn.runner.runs import LAST_PLAN, MAX_ERROR, RUNS
+from krmfn.runner.reserved import LAST_PLAN, LOCK, RUNS
+from krmfn.runner.runs import MAX_ERROR
 from krmfn.runner.status_cmd import collect as collect_status
 from krmfn.runner.status_cmd import report_data, write_text
 from krmfn.steps import STEP

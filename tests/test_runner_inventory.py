@@ -16,8 +16,6 @@ from krmfn.runner.api import ApiStatusError
 from krmfn.runner.applyset import (
     GROUP_KINDS,
     ID_LABEL,
-    JOB_RECORDS,
-    LEGACY_COMPLETED_JOBS,
     NAMESPACES,
     PART_OF,
     TOOLING,
@@ -29,8 +27,8 @@ from krmfn.runner.engine import Options, Result, Runner
 from krmfn.runner.errors import InventoryError, ObjectError, RunTimeout
 from krmfn.runner.events import Apply, Event, Prune, StepDone
 from krmfn.runner.inventory import CONFLICT_RETRIES
-from krmfn.runner.lock import LOCK
 from krmfn.runner.plan import Key, build_plan
+from krmfn.runner.reserved import JOB_RECORDS, LEGACY_COMPLETED_JOBS, LOCK
 from krmfn.selector import JOB_BASE_NAME
 
 SET_ID = applyset_id("krmfn", "apps")

@@ -55,13 +55,13 @@ def run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argpar
 
 def _run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argparse.Namespace], Api]) -> int:
     from krmfn.net.budget import Budget
-    from krmfn.runner.cli import _identity, _make_plan, interruptible
+    from krmfn.runner.context import identity_of, interruptible, make_plan
     from krmfn.runner.differ import Differ, DiffOptions, Failure
     from krmfn.runner.plan import check_applyset
 
     try:
-        plan = _make_plan(args, docs, args.namespace or "default")
-        identity = _identity(args, docs)
+        plan = make_plan(args, docs, args.namespace or "default")
+        identity = identity_of(args, docs)
         check_applyset(plan, identity.name, args.namespace)
     except RunnerError as err:
         _fail(err)
@@ -75,7 +75,7 @@ def _run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argpa
     try:
         with interruptible(budget):
             namespace = args.namespace or api.default_namespace
-            plan = _make_plan(args, docs, namespace)
+            plan = make_plan(args, docs, namespace)
             check_applyset(plan, identity.name, namespace)
             options = DiffOptions(
                 applyset=identity.name, applyset_source=identity.source, namespace=namespace,

@@ -18,10 +18,10 @@ from typing import Any
 from krmfn.kobj import annotations_of
 from krmfn.names import name_problem
 from krmfn.runner import jobs
-from krmfn.runner.api import Api, NoSuchKind, Resource
+from krmfn.runner.api import Api, NoSuchKind, Resource, call
 from krmfn.runner.applyset import Parent, as_member
 from krmfn.runner.diff import Action, Change, action_of, comparable, file_name, masked, without_invented
-from krmfn.runner.errors import InventoryError, NoInventory, ObjectError, UnknownKind, call
+from krmfn.runner.errors import InventoryError, NoInventory, ObjectError, UnknownKind
 from krmfn.runner.members import foreign_inventory, list_members
 from krmfn.runner.parallel import DEFAULT_CONCURRENCY, in_order
 from krmfn.runner.plan import Item, Key, Plan, Step, key_of

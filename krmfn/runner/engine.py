@@ -23,7 +23,7 @@ from krmfn.errors import DEBUG_ENV, RunnerError
 from krmfn.kobj import annotations_of
 from krmfn.net.budget import Budget
 from krmfn.runner import joblogs, jobs
-from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
+from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource, as_object_error, call
 from krmfn.runner.applyset import JobRecord, Outcome, Parent, as_member
 from krmfn.runner.errors import (
     InternalError,
@@ -36,8 +36,6 @@ from krmfn.runner.errors import (
     StepFailed,
     StepTimeout,
     UnknownKind,
-    as_object_error,
-    call,
 )
 from krmfn.runner.events import (
     Apply,

@@ -2,6 +2,7 @@
 
 RunnerError (krmfn.errors)
 ├── SourceError           the input stream cannot be read or built (-f/-k)
+│   └── HealthCheckError  a --health-checks entry that cannot be used (before any connection)
 ├── ClusterUnreachable    the API server did not answer, even after retries
 │   └── AnswerTooLarge    an answer over its ceiling (krmfn/net/ceilings.py), not retried
 ├── KubeconfigError       the kubeconfig cannot be read or used, or its exec credential plugin failed
@@ -24,23 +25,15 @@ RunnerError (krmfn.errors)
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from krmfn.errors import RunnerError, internal_error
-from krmfn.runner.api import ApiStatusError, NoSuchKind
-
-if TYPE_CHECKING:  # it imports this module
-    from krmfn.runner.plan import Key
-
-T = TypeVar("T")
-P = ParamSpec("P")
 
 __all__ = [
     "AnswerTooLarge",
     "ApplyConflict",
     "ClusterUnreachable",
     "Forbidden",
+    "HealthCheckError",
     "InternalError",
     "Interrupted",
     "InvalidObject",
@@ -171,30 +164,5 @@ class InternalError(RunnerError):
         super().__init__(internal_error(err, during))
 
 
-def as_object_error(key: Key, err: ApiStatusError) -> ObjectError:
-    cause = err.message or f"{err.code} {err.reason}"
-    if err.code == 422:
-        return InvalidObject(str(key), f"invalid: {cause}", err.code)
-    if err.code == 403:
-        return Forbidden(str(key), f"forbidden: {cause}", err.code)
-    if err.code == 409 and err.reason == "Conflict" and "conflict" in cause.lower():
-        return ApplyConflict(str(key), f"{cause} (pass --force-conflicts to take the fields over)", err.code)
-    if err.code == 404 and key.namespace and err.message.startswith(f'namespaces "{key.namespace}"'):
-        return ObjectError(
-            str(key),
-            f"namespace {key.namespace} does not exist; add the Namespace to this step or an earlier one",
-            err.code,
-        )
-    if err.code == 404:
-        return ObjectError(str(key), f"not found: {cause}", err.code)
-    return ObjectError(str(key), f"{cause}", err.code)
-
-
-def call(key: Key, request: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-    """``request(*args, **kwargs)`` with its API errors as the ``ObjectError`` that names ``key``."""
-    try:
-        return request(*args, **kwargs)
-    except ApiStatusError as err:
-        raise as_object_error(key, err) from None
-    except NoSuchKind as err:
-        raise UnknownKind(str(key), str(err)) from None
+class HealthCheckError(SourceError):
+    """A health check entry that cannot be used: an input error, reported before any connection."""

@@ -22,7 +22,7 @@ from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import RunnerError
 from krmfn.kobj import annotations_of
 from krmfn.runner.applyset import TOOLING, Parent
-from krmfn.runner.cli import _duration, interruptible
+from krmfn.runner.context import duration, interruptible
 from krmfn.runner.runs import RunRecord, decode_plan
 from krmfn.runner.status import Health, health
 from krmfn.steps import STEP, UNSTEPPED, index_of
@@ -71,12 +71,12 @@ def parser() -> argparse.ArgumentParser:
                    help="text, or one JSON object (docs/runner.md#krmfn-status)")  # fmt: skip
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context (default: its current-context)")
-    p.add_argument("--retry-timeout", type=_duration, default=30.0, metavar="DURATION",
+    p.add_argument("--retry-timeout", type=duration, default=30.0, metavar="DURATION",
                    help="how long one request retries connection errors, 429 and 5xx answers "
                    "(default 30s)")  # fmt: skip
     p.add_argument(
         "--timeout",
-        type=_duration,
+        type=duration,
         default=0.0,
         metavar="DURATION",
         help="bound the whole command, every request in flight included (default: none)",
@@ -176,8 +176,8 @@ def _name(args: argparse.Namespace) -> str:
 
 def collect(api: Any, name: str, namespace: str, now: datetime | None = None) -> Report:
     """Reads the parent and its members (GET and LIST only) into a report."""
+    from krmfn.runner.api import call
     from krmfn.runner.differ import read_parent
-    from krmfn.runner.errors import call
     from krmfn.runner.inventory import lease_of
     from krmfn.runner.members import list_members
     from krmfn.runner.plan import key_of

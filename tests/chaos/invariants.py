@@ -24,7 +24,8 @@ from lightkube.resources.core_v1 import ConfigMap, Pod, Secret
 
 from krmfn.runner.applyset import PART_OF, applyset_id
 from krmfn.runner.jobs import RECREATE_ON_FAILURE, SPEC_HASH
-from krmfn.runner.lock import LOCK, Lease
+from krmfn.runner.lock import Lease
+from krmfn.runner.reserved import LOCK
 
 from .renders import Doc, Render
 

@@ -12,7 +12,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Secret
 
-from krmfn.runner.applyset import JOB_RECORDS
+from krmfn.runner.reserved import JOB_RECORDS
 
 from .objects import annotations_of, meta, pod_spec, present, status_of
 from .runner_fixtures import Apply, deployment, job

@@ -31,9 +31,8 @@ from scripted_kube import Served, Store
 
 from krmfn.cli import main as krmfn_main
 from krmfn.runner.engine import Options, Runner
-from krmfn.runner.lock import LOCK
 from krmfn.runner.plan import build_plan
-from krmfn.runner.runs import RUNS
+from krmfn.runner.reserved import LOCK, RUNS
 from krmfn.steps import STEP, STEP_INDEX, STEP_TIMEOUT
 from robustness.budget import examples
 
