@@ -145,6 +145,9 @@ def _deeper_than(value: Any, limit: int) -> bool:
     return False
 
 
+LOG_LIMIT_BYTES = 64 * 1024
+"""The most of a container's log one ``Api.logs`` request asks for (``limitBytes``) and reads."""
+
 TRANSIENT = frozenset({429, 500, 502, 503, 504})
 """Answers a request (or a watch) is retried after: too many requests, the server or a proxy failing."""
 
@@ -208,7 +211,7 @@ class Api(Protocol):
         self, name: str, namespace: str, container: str, tail: int, previous: bool = False
     ) -> str | None:
         """The last ``tail`` lines of a container's log (``previous``: of its run before the last restart),
-        or None when the node does not serve them."""
+        or None when the node does not serve them; at most ``LOG_LIMIT_BYTES`` of it."""
         ...
 
 

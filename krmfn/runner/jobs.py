@@ -20,7 +20,6 @@ from krmfn.yaml.io import plain
 SPEC_HASH = "krmfn.dev/applied-spec-hash"
 FORCE = ("krmfn.dev/force", "fluxcd.controlplane.io/force")
 RECREATE_ON_FAILURE = ("krmfn.dev/recreate-on-failure", "fluxcd.controlplane.io/recreateOnFailure")
-PRUNE = "krmfn.dev/prune"
 JOB_BASE_NAME = "krmfn.dev/job-base-name"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 # Waiting reasons of a container that will not start by itself: shown at once while waiting.
