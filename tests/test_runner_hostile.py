@@ -25,9 +25,12 @@ from fake_kube import FakeApi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from krmfn.runner import diff_cmd
-from krmfn.runner.api import LOG_LIMIT_BYTES
-from krmfn.runner.diff import (
+from krmfn.runner.cluster.api import LOG_LIMIT_BYTES
+from krmfn.runner.commands import diff_cmd
+from krmfn.runner.commands.printers import JsonPrinter, PlainPrinter, TtyPrinter
+from krmfn.runner.commands.status_cmd import collect as collect_status
+from krmfn.runner.commands.status_cmd import report_data, write_text
+from krmfn.runner.engine.diff import (
     MASK,
     NAME_MAX,
     Change,
@@ -37,17 +40,14 @@ from krmfn.runner.diff import (
     patch_of,
     unified,
 )
-from krmfn.runner.engine import Options, Result, Runner
+from krmfn.runner.engine.engine import Options, Result, Runner
+from krmfn.runner.engine.joblogs import MAX_LINE, collect, describe, last_lines
+from krmfn.runner.engine.jobs import PodProblem
 from krmfn.runner.errors import StepFailed
 from krmfn.runner.events import Apply, Event, Status, StepDone, StepStart
-from krmfn.runner.joblogs import MAX_LINE, collect, describe, last_lines
-from krmfn.runner.jobs import PodProblem
+from krmfn.runner.inventory.runs import MAX_ERROR
 from krmfn.runner.plan import build_plan
-from krmfn.runner.printers import JsonPrinter, PlainPrinter, TtyPrinter
 from krmfn.runner.reserved import LAST_PLAN, LOCK, RUNS
-from krmfn.runner.runs import MAX_ERROR
-from krmfn.runner.status_cmd import collect as collect_status
-from krmfn.runner.status_cmd import report_data, write_text
 from krmfn.steps import STEP
 from krmfn.terminal import fit
 

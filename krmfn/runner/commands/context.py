@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from krmfn import interrupts
 from krmfn.duration import SECOND, parse_duration
 from krmfn.runner.errors import SourceError
-from krmfn.runner.identity import Identity, identify
+from krmfn.runner.inventory.identity import Identity, identify
 from krmfn.runner.plan import Plan, build_plan
 from krmfn.stream import describe, no_objects
 

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from krmfn.errors import RunnerError
 from krmfn.numbers import whole
-from krmfn.runner.api import parse_json
+from krmfn.runner.cluster.api import parse_json
 from krmfn.runner.errors import Interrupted, RunTimeout, StepTimeout
 from krmfn.runner.events import Event, StepDone
 from krmfn.terminal import cut

@@ -13,10 +13,10 @@ from typing import Any
 
 from krmfn.kobj import annotations_of, labels_of
 from krmfn.names import name_problem
-from krmfn.runner.api import Api, NoSuchKind, Resource
-from krmfn.runner.applyset import ID_LABEL, PART_OF, Parent
+from krmfn.runner.cluster.api import Api, NoSuchKind, Resource
 from krmfn.runner.errors import InventoryError, ObjectError
 from krmfn.runner.events import Event, Prune
+from krmfn.runner.inventory.applyset import ID_LABEL, PART_OF, Parent
 from krmfn.runner.plan import Key, Plan, key_of, kind_rank
 from krmfn.steps import index_of
 

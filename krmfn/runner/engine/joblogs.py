@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from krmfn.runner.api import LOG_LIMIT_BYTES
-from krmfn.runner.jobs import PodProblem
+from krmfn.runner.cluster.api import LOG_LIMIT_BYTES
+from krmfn.runner.engine.jobs import PodProblem
 
 DEFAULT_LINES = 20
 MAX_CONTAINERS = 3

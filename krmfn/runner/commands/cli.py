@@ -21,20 +21,20 @@ from krmfn.cliargs import CommandParser
 from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import EXIT_INTERNAL, RunnerError
 from krmfn.numbers import whole
-from krmfn.runner.context import duration, identity_of, make_plan
+from krmfn.runner.commands.context import duration, identity_of, make_plan
+from krmfn.runner.commands.printers import make_printer, plan_data, plan_lines
+from krmfn.runner.engine.joblogs import DEFAULT_LINES
+from krmfn.runner.engine.parallel import DEFAULT_CONCURRENCY
 from krmfn.runner.errors import InternalError, Interrupted, SourceError
 from krmfn.runner.events import Error
-from krmfn.runner.joblogs import DEFAULT_LINES
-from krmfn.runner.parallel import DEFAULT_CONCURRENCY
 from krmfn.runner.plan import check_applyset
-from krmfn.runner.printers import make_printer, plan_data, plan_lines
 from krmfn.runner.source import kustomize_build, read_files
 from krmfn.terminal import cut, write_line, write_lines
 
 if TYPE_CHECKING:
-    from krmfn.runner.api import Api
-    from krmfn.runner.engine import Result
-    from krmfn.runner.healthexprs import HealthChecks
+    from krmfn.runner.cluster.api import Api
+    from krmfn.runner.engine.engine import Result
+    from krmfn.runner.health.healthexprs import HealthChecks
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -220,7 +220,7 @@ def parser(command: str) -> argparse.ArgumentParser:
 def _api_from_args(args: argparse.Namespace) -> Api:
     """The cluster of the kubeconfig; its requests honour ``args.budget`` (the command's deadline and
     signals), which the command sets before it connects."""
-    from krmfn.runner.kube import connect
+    from krmfn.runner.cluster.kube import connect
 
     budget = getattr(args, "budget", None)
     return connect(args.kubeconfig, args.context, retry_budget=args.retry_timeout, budget=budget)
@@ -258,7 +258,7 @@ def main(argv: list[str], api_factory: ApiFactory = _api_from_args) -> int:
         _fail(command, err)
         return EXIT_USAGE
     if command == "diff":
-        from krmfn.runner import diff_cmd
+        from krmfn.runner.commands import diff_cmd
 
         return diff_cmd.run(args, docs, api_factory)
     if command == "plan" or args.dry_run == "client":
@@ -268,7 +268,7 @@ def main(argv: list[str], api_factory: ApiFactory = _api_from_args) -> int:
 
 def _health_checks(args: argparse.Namespace, docs: list[Any]) -> HealthChecks:
     """Every health check expression compiled, before any connection (an input error otherwise)."""
-    from krmfn.runner.healthexprs import load
+    from krmfn.runner.health.healthexprs import load
 
     return load(args.health_checks, docs)
 
@@ -319,7 +319,7 @@ def _kubeconfig_namespace(args: argparse.Namespace) -> str:
 
 def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -> int:
     from krmfn.net.budget import Budget
-    from krmfn.runner.engine import Options, Result, Runner
+    from krmfn.runner.engine.engine import Options, Result, Runner
 
     try:
         # Input errors before the kubeconfig is read; the plan is made again with its namespace.

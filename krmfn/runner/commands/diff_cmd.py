@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from krmfn.errors import DEBUG_ENV, RunnerError, internal_error
-from krmfn.runner.diff import CHANGES, Change, as_yaml, patch_of, unified
+from krmfn.runner.engine.diff import CHANGES, Change, as_yaml, patch_of, unified
 from krmfn.terminal import write_line
 
 if TYPE_CHECKING:
-    from krmfn.runner.api import Api
-    from krmfn.runner.differ import Failure
+    from krmfn.runner.cluster.api import Api
+    from krmfn.runner.engine.differ import Failure
 
 EXIT_CHANGES = 1
 EXIT_ERROR = 2
@@ -55,8 +55,8 @@ def run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argpar
 
 def _run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argparse.Namespace], Api]) -> int:
     from krmfn.net.budget import Budget
-    from krmfn.runner.context import identity_of, interruptible, make_plan
-    from krmfn.runner.differ import Differ, DiffOptions, Failure
+    from krmfn.runner.commands.context import identity_of, interruptible, make_plan
+    from krmfn.runner.engine.differ import Differ, DiffOptions, Failure
     from krmfn.runner.plan import check_applyset
 
     try:

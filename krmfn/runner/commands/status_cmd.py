@@ -21,10 +21,10 @@ from krmfn.cliargs import CommandParser
 from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import RunnerError
 from krmfn.kobj import annotations_of
-from krmfn.runner.applyset import TOOLING, Parent
-from krmfn.runner.context import duration, interruptible
-from krmfn.runner.runs import RunRecord, decode_plan
-from krmfn.runner.status import Health, health
+from krmfn.runner.commands.context import duration, interruptible
+from krmfn.runner.health.status import Health, health
+from krmfn.runner.inventory.applyset import TOOLING, Parent
+from krmfn.runner.inventory.runs import RunRecord, decode_plan
 from krmfn.steps import STEP, UNSTEPPED, index_of
 from krmfn.terminal import write_line, write_lines
 
@@ -124,7 +124,7 @@ def main(argv: list[str]) -> int:
         _fail(err)
         return EXIT_USAGE
     from krmfn.net.budget import Budget
-    from krmfn.runner.kube import connect
+    from krmfn.runner.cluster.kube import connect
 
     budget = Budget(args.timeout)
     try:
@@ -161,7 +161,7 @@ def _name(args: argparse.Namespace) -> str:
         return str(args.applyset)
     if not args.filename and not args.kustomize:
         raise SourceError("name the inventory: --applyset NAME, or -f/-k with the rendered app")
-    from krmfn.runner.identity import identify
+    from krmfn.runner.inventory.identity import identify
     from krmfn.runner.source import kustomize_build, read_files
 
     if args.kustomize:
@@ -176,10 +176,10 @@ def _name(args: argparse.Namespace) -> str:
 
 def collect(api: Any, name: str, namespace: str, now: datetime | None = None) -> Report:
     """Reads the parent and its members (GET and LIST only) into a report."""
-    from krmfn.runner.api import call
-    from krmfn.runner.differ import read_parent
-    from krmfn.runner.inventory import lease_of
-    from krmfn.runner.members import list_members
+    from krmfn.runner.cluster.api import call
+    from krmfn.runner.engine.differ import read_parent
+    from krmfn.runner.inventory.inventory import lease_of
+    from krmfn.runner.inventory.members import list_members
     from krmfn.runner.plan import key_of
 
     now = now or datetime.now(UTC)
@@ -224,7 +224,7 @@ def _step_order(obj: dict[str, Any]) -> int:
 
 
 def _job_detail(parent: Parent, ref: str, job: dict[str, Any]) -> str:
-    from krmfn.runner.jobs import SPEC_HASH
+    from krmfn.runner.engine.jobs import SPEC_HASH
 
     record = parent.jobs.get(ref)
     run = str(annotations_of(job).get(SPEC_HASH, ""))

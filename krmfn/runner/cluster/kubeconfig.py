@@ -18,8 +18,8 @@ from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.core.exceptions import ConfigError as LightkubeConfigError
 
 from krmfn.errors import InputError
+from krmfn.runner.cluster.wire import first_line
 from krmfn.runner.errors import KubeconfigError
-from krmfn.runner.wire import first_line
 from krmfn.yaml.io import load_all_fast
 
 _POSITION = re.compile(r"line (\d+), column (\d+)")

@@ -34,7 +34,7 @@ from krmfn.net.errors import NetError, Stopped, TimedOut, TooLarge, Unreachable
 from krmfn.net.urls import redact
 from krmfn.net.wire import Transport
 from krmfn.numbers import whole
-from krmfn.runner.api import (
+from krmfn.runner.cluster.api import (
     LOG_LIMIT_BYTES,
     TRANSIENT,
     ApiStatusError,
@@ -46,9 +46,9 @@ from krmfn.runner.api import (
     parse_json,
     segment,
 )
+from krmfn.runner.cluster.kubeconfig import GuardedAuth, auth_description, load_config, safe_reason
+from krmfn.runner.cluster.wire import MAX_ERROR_BODY, Reply, ServerWire, server_pool
 from krmfn.runner.errors import AnswerTooLarge, ClusterUnreachable, Interrupted, KubeconfigError
-from krmfn.runner.kubeconfig import GuardedAuth, auth_description, load_config, safe_reason
-from krmfn.runner.wire import MAX_ERROR_BODY, Reply, ServerWire, server_pool
 
 __all__ = ["APPLY_PATCH", "HttpApi", "connect", "field_value", "load_config"]
 

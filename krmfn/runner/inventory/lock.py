@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from krmfn.numbers import whole
-from krmfn.runner.api import parse_json
+from krmfn.runner.cluster.api import parse_json
 from krmfn.terminal import cut
 
 LEASE = 60.0

@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from krmfn.names import dns_subdomain_problem, kind_problem, namespace_problem
 from krmfn.runner.errors import InventoryError
+from krmfn.runner.inventory.runs import RunRecord, parse_runs, render_runs
 from krmfn.runner.reserved import JOB_RECORDS, LAST_PLAN, LEGACY_COMPLETED_JOBS, RUNS
-from krmfn.runner.runs import RunRecord, parse_runs, render_runs
 
 ID_LABEL = "applyset.kubernetes.io/id"
 PART_OF = "applyset.kubernetes.io/part-of"

@@ -4,8 +4,8 @@ its time.
 cel-cpp bounds the iterations of one evaluation (10,000 comprehension steps) but not its memory: a short
 expression can grow a string past any limit (``'xxxxxxxxxx'.replace('', 'xxxxxxxxxx')`` is eleven times
 longer, and the calls chain), and the values it reads come from the cluster. A C++ call cannot be stopped
-in the runner's own process, so evaluations run in one child (``python -m krmfn.runner.celworker``) with
-an address-space limit (``MEMORY``) and a time limit per evaluation (``SECONDS``). An evaluation that
+in the runner's own process, so evaluations run in one child (``python -m krmfn.runner.health.celworker``)
+with an address-space limit (``MEMORY``) and a time limit per evaluation (``SECONDS``). An evaluation that
 passes either fails its object, naming the expression and the limit, and the next one starts a new child.
 
 Protocol, one JSON line each way: ``{"expr": text, "obj": object}`` -> ``{"bool": b}``, ``{"type": name}``
@@ -74,7 +74,7 @@ class Worker:
         session of its own, so that Ctrl-C or a CI's signal to the group reaches only the runner, which
         stops cleanly (and may still judge); the child ends when its input does, or is killed."""
         child = subprocess.Popen(
-            [sys.executable, "-m", "krmfn.runner.celworker", str(self.memory)],
+            [sys.executable, "-m", "krmfn.runner.health.celworker", str(self.memory)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
         self._child = child

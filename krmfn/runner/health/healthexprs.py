@@ -32,7 +32,8 @@ from functools import cache, partial
 from typing import Any
 
 from krmfn.kobj import annotations_of, is_local_config
-from krmfn.runner.celworker import (
+from krmfn.runner.errors import HealthCheckError, SourceError
+from krmfn.runner.health.celworker import (
     CompileError,
     Evaluate,
     EvaluationError,
@@ -41,9 +42,8 @@ from krmfn.runner.celworker import (
     compile_in_process,
     one_line,
 )
-from krmfn.runner.errors import HealthCheckError, SourceError
+from krmfn.runner.health.status import Health, State
 from krmfn.runner.source import read_files
-from krmfn.runner.status import Health, State
 
 ANNOTATION = "krmfn.dev/health-checks"
 FIELDS = ("apiVersion", "kind", "current", "inProgress", "failed")

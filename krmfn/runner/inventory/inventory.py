@@ -26,11 +26,11 @@ from typing import Any
 
 from krmfn.errors import RunnerError
 from krmfn.kobj import annotations_of
-from krmfn.runner.api import Api
-from krmfn.runner.applyset import GROUP_KINDS, NAMESPACES, TOOLING, Parent
+from krmfn.runner.cluster.api import Api
 from krmfn.runner.errors import InventoryError, InventoryLocked, ObjectError
 from krmfn.runner.events import Event, Lock
-from krmfn.runner.lock import LEASE, RENEW, Lease, held_by_other
+from krmfn.runner.inventory.applyset import GROUP_KINDS, NAMESPACES, TOOLING, Parent
+from krmfn.runner.inventory.lock import LEASE, RENEW, Lease, held_by_other
 from krmfn.runner.plan import Key
 from krmfn.runner.reserved import JOB_RECORDS, LAST_PLAN, LEGACY_COMPLETED_JOBS, LOCK, RUNS
 

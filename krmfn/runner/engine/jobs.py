@@ -12,8 +12,8 @@ from typing import Any, TypeGuard
 from krmfn.jobhash import name_hash, spec_hash
 from krmfn.jobspec import digest, run_identity
 from krmfn.k8snames import JOB_NAME_MAX, trim_for_suffix
-from krmfn.runner.applyset import JobRecord, Outcome, Parent
 from krmfn.runner.errors import InvalidObject
+from krmfn.runner.inventory.applyset import JobRecord, Outcome, Parent
 from krmfn.runner.plan import Item, Key
 from krmfn.yaml.io import plain
 
