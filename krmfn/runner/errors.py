@@ -1,25 +1,6 @@
 """The runner's errors. Each ``str(err)`` is one complete line that names the object and the cause.
 
-RunnerError (krmfn.errors)
-├── SourceError           the input stream cannot be read or built (-f/-k)
-│   └── HealthCheckError  a --health-checks entry that cannot be used (before any connection)
-├── ClusterUnreachable    the API server did not answer, even after retries
-│   └── AnswerTooLarge    an answer over its ceiling (krmfn/net/ceilings.py), not retried
-├── KubeconfigError       the kubeconfig cannot be read or used, or its exec credential plugin failed
-├── ObjectError           the API server refused one object; ``ref`` names it
-│   ├── InvalidObject     422: the object does not validate
-│   ├── Forbidden         403: RBAC does not allow the request
-│   ├── ApplyConflict     409: another field manager owns the fields (--force-conflicts takes them)
-│   ├── UnknownKind       the cluster serves no such apiVersion/kind (missing CRD?)
-│   └── JobSpecChanged    a Job's spec changed but Job specs are immutable
-├── InventoryError        the ApplySet parent belongs to another tool, cannot be written, or its lock was lost
-│   ├── InventoryLocked   another run holds the inventory lock (and --wait-for-lock ran out)
-│   └── NoInventory       diff/status: no ApplySet parent of that name in the namespace
-├── StepFailed            an object of a step failed (Job Failed, rollout stalled, ...)
-├── StepTimeout           a step was not healthy within its timeout
-├── RunTimeout            the whole run took longer than --timeout
-├── Interrupted           SIGINT/SIGTERM: stopped between requests; ``signum`` says which
-└── InternalError         an exception the runner did not expect (a bug): the run still ends as a failure
+Their place in krmfn's one error tree is in krmfn/errors.py (under ``RunnerError``).
 """
 
 from __future__ import annotations
