@@ -8,11 +8,9 @@ reported before they load.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -21,13 +19,12 @@ from krmfn.cliargs import CommandParser
 from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import EXIT_INTERNAL, RunnerError
 from krmfn.numbers import whole
-from krmfn.runner.commands.context import duration, identity_of, make_plan
+from krmfn.runner.commands.context import RunContext, duration
 from krmfn.runner.commands.printers import make_printer, plan_data, plan_lines
 from krmfn.runner.engine.joblogs import DEFAULT_LINES
 from krmfn.runner.engine.parallel import DEFAULT_CONCURRENCY
 from krmfn.runner.errors import InternalError, Interrupted, SourceError
 from krmfn.runner.events import Error
-from krmfn.runner.plan import check_applyset
 from krmfn.runner.source import kustomize_build, read_files
 from krmfn.terminal import cut, write_line, write_lines
 
@@ -40,7 +37,6 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 ApiFactory = Callable[[argparse.Namespace], "Api"]
-SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
 MAX_LOG_LINES = 1000
@@ -274,9 +270,8 @@ def _health_checks(args: argparse.Namespace, docs: list[Any]) -> HealthChecks:
 
 
 def _plan(args: argparse.Namespace, docs: list[Any]) -> int:
-    namespace = args.namespace or _kubeconfig_namespace(args)
     try:
-        plan = make_plan(args, docs, namespace)
+        plan = RunContext(args, docs).offline()
         _health_checks(args, docs)
     except RunnerError as err:
         _fail("plan", err)
@@ -290,42 +285,13 @@ def _plan(args: argparse.Namespace, docs: list[Any]) -> int:
     return 0
 
 
-def _kubeconfig_namespace(args: argparse.Namespace) -> str:
-    """The context's namespace when a kubeconfig is readable, else "default": a plan never needs the
-    cluster, so it reads this one field itself (kube.load_config's lookup order) without lightkube."""
-    from krmfn.errors import InputError
-    from krmfn.yaml.io import load_all_fast
-
-    path = args.kubeconfig or next((p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p), "")
-    file = Path(path) if path else Path.home() / ".kube" / "config"
-    try:
-        config = next(iter(load_all_fast(file.read_text())), None)
-    except FileNotFoundError:
-        try:
-            return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or "default"
-        except OSError:
-            return "default"
-    except (OSError, UnicodeDecodeError, InputError):
-        return "default"
-    if not isinstance(config, dict):
-        return "default"
-    name = args.context or config.get("current-context")
-    for entry in config.get("contexts") or []:
-        if isinstance(entry, dict) and entry.get("name") == name:
-            namespace = (entry.get("context") or {}).get("namespace")
-            return str(namespace) if namespace else "default"
-    return "default"
-
-
 def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -> int:
     from krmfn.net.budget import Budget
     from krmfn.runner.engine.engine import Options, Result, Runner
 
+    run = RunContext(args, docs)
     try:
-        # Input errors before the kubeconfig is read; the plan is made again with its namespace.
-        plan = make_plan(args, docs, args.namespace or "default")
-        identity = identity_of(args, docs)
-        check_applyset(plan, identity.name, args.namespace)
+        run.check_input()  # input errors before the kubeconfig is read
         health_checks = _health_checks(args, docs)
     except RunnerError as err:
         _fail("apply", err)
@@ -333,7 +299,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
     printer = make_printer(args.output, sys.stdout, dry_run=args.dry_run == "server")
     args.budget = budget = Budget()  # the run's deadline starts with the run (Runner.run)
     try:
-        api = api_factory(args)  # reads the kubeconfig; connects only with the first request
+        api = run.connect(api_factory)
     except RunnerError as err:
         _fail("apply", err)
         if args.output == "json":  # the events -o json documents, for a run that never started
@@ -341,18 +307,14 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
             printer.summary(Result(ok=False, error=err))
         printer.close()
         return EXIT_FAILED
-    namespace = args.namespace or api.default_namespace
     try:
-        if namespace != (args.namespace or "default"):  # the first plan's namespace was a stand-in
-            plan = make_plan(args, docs, namespace)
-        check_applyset(plan, identity.name, namespace)
+        plan = run.settle()
     except RunnerError as err:
         _fail("apply", err)
         printer.close()
-        close = getattr(api, "close", None)
-        if close is not None:
-            close()
+        run.close()
         return EXIT_USAGE
+    identity = run.inventory
 
     options = Options(
         field_manager=args.field_manager,
@@ -364,7 +326,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         allow_empty=args.allow_empty,
         prune_namespaces=args.prune_namespaces,
         prune_crds=args.prune_crds,
-        namespace=namespace,
+        namespace=run.namespace,
         prune=args.prune,
         lock_wait=args.wait_for_lock,
         timeout=args.timeout,
@@ -386,9 +348,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         printer.close()
-        close = getattr(api, "close", None)
-        if close is not None:
-            close()
+        run.close()
     printer.summary(result)
     return exit_code(result)
 

@@ -21,7 +21,7 @@ from krmfn.cliargs import CommandParser
 from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import RunnerError
 from krmfn.kobj import annotations_of
-from krmfn.runner.commands.context import duration, interruptible
+from krmfn.runner.commands.context import RunContext, duration, interruptible
 from krmfn.runner.health.status import Health, health
 from krmfn.runner.inventory.applyset import TOOLING, Parent
 from krmfn.runner.inventory.runs import RunRecord, decode_plan
@@ -127,14 +127,17 @@ def main(argv: list[str]) -> int:
     from krmfn.runner.cluster.kube import connect
 
     budget = Budget(args.timeout)
+    run = RunContext(args, [])  # the inventory named by _name: status makes no plan
     try:
-        api = connect(args.kubeconfig, args.context, retry_budget=args.retry_timeout, budget=budget)
+        api = run.connect(
+            lambda a: connect(a.kubeconfig, a.context, retry_budget=a.retry_timeout, budget=budget)
+        )
     except RunnerError as err:
         _fail(err)
         return EXIT_UNHEALTHY
     try:
         with interruptible(budget):
-            report = collect(api, name, args.namespace or api.default_namespace)
+            report = collect(api, name, run.settle_namespace())
     except RunnerError as err:
         _fail(err)
         return EXIT_UNHEALTHY
@@ -142,7 +145,7 @@ def main(argv: list[str]) -> int:
         _fail("interrupted")
         return 128 + (budget.signum or signal.SIGINT)
     finally:
-        api.close()
+        run.close()
     if args.output == "json":
         sys.stdout.write(json.dumps(report_data(report, args.history), separators=(",", ":")) + "\n")
     else:
