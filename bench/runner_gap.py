@@ -44,9 +44,9 @@ else:
 
 from cluster.cluster import Cluster, cache_dir, create_namespace  # noqa: E402
 
-from krmfn.runner.engine import Options, Runner  # noqa: E402
+from krmfn.runner.cluster.kube import HttpApi, load_config  # noqa: E402
+from krmfn.runner.engine.engine import Options, Runner  # noqa: E402
 from krmfn.runner.events import Apply, Event, Status, StepDone  # noqa: E402
-from krmfn.runner.kube import HttpApi, load_config  # noqa: E402
 from krmfn.runner.plan import build_plan  # noqa: E402
 from krmfn.yaml.io import dump_all_fast  # noqa: E402
 

@@ -73,10 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     module = {
         "render": "krmfn.render",
-        "plan": "krmfn.runner.cli",
-        "apply": "krmfn.runner.cli",
-        "diff": "krmfn.runner.cli",
-        "status": "krmfn.runner.status_cmd",
+        "plan": "krmfn.runner.commands.cli",
+        "apply": "krmfn.runner.commands.cli",
+        "diff": "krmfn.runner.commands.cli",
+        "status": "krmfn.runner.commands.status_cmd",
         "export": "krmfn.export",
     }.get(command)
     if module is None:

@@ -1,27 +1,66 @@
-"""Every error krmfn raises, in one place.
+"""Every error krmfn raises, in one place: the tree of every ``KrmfnError`` class, wherever it is defined.
 
     KrmfnError                      base; ``str(err)`` is a complete one-line message for humans
     ├── InputError                  the ResourceList on stdin cannot be used
     │   ├── YAMLSyntaxError         malformed YAML (line and column in the message)
     │   ├── DuplicateKeyError       a mapping repeats a key (YAML parsers silently keep the last one)
     │   ├── LimitExceededError      input size, item count, nesting depth or alias expansion over a limit
-    │   └── ResourceListError       not a ResourceList, or an item that is not a valid KRM object
+    │   ├── ResourceListError       not a ResourceList, or an item that is not a valid KRM object
+    │   └── StreamError             ``-f FILE|DIR|-`` cannot be read (krmfn/stream.py)
     ├── ConfigError                 the functionConfig is wrong; ``field`` names the offending field
     ├── PipelineError               ``krmfn render``: a Kptfile or pipeline entry krmfn cannot run
-    └── RunnerError                 ``krmfn apply``: the base of runner failures (krmfn.runner.errors)
+    ├── BudgetExceeded              render-inputs: the expressions worked or built past the render's budget
+    ├── NetError                    krmfn/net: a request that failed (krmfn/net/errors.py)
+    │   ├── Unreachable             no connection, or it broke
+    │   ├── TimedOut                a wait ran out
+    │   ├── TooLarge                an answer over its ceiling
+    │   ├── Malformed               an answer that is not HTTP
+    │   ├── Refused                 a hop the address rules refuse
+    │   └── Stopped                 the run's budget ended it (deadline or signal)
+    └── RunnerError                 ``krmfn apply``: the base of runner failures (krmfn/runner/errors.py)
         ├── SourceError             -f/-k input cannot be read, parsed or built
+        │   └── HealthCheckError    a --health-checks entry that cannot be used
         ├── ClusterUnreachable      the API server did not answer, even after retries
+        │   └── AnswerTooLarge      an answer over its ceiling (krmfn/net/ceilings.py), not retried
+        ├── KubeconfigError         the kubeconfig cannot be read or used, or its exec plugin failed
+        ├── ApiStatusError          a non-transient error answer (runner/cluster/api.py)
+        ├── NoSuchKind              discovery does not list the apiVersion/kind (runner/cluster/api.py)
+        ├── UnsafePath              a name that cannot be a URL path segment (runner/cluster/api.py)
         ├── ObjectError             the API server refused one object (``ref`` names it)
         │   ├── InvalidObject       422
         │   ├── Forbidden           403
         │   ├── ApplyConflict       409 on server-side apply (--force-conflicts)
         │   ├── UnknownKind         discovery does not serve the apiVersion/kind
         │   └── JobSpecChanged      a Job's spec changed; specs are immutable and force is off
-        ├── InventoryError          the ApplySet parent belongs to another tool
+        ├── InventoryError          the ApplySet parent belongs to another tool, or cannot be written
+        │   ├── InventoryLocked     another run holds the lock (and --wait-for-lock ran out)
+        │   └── NoInventory         diff/status: no ApplySet parent of that name
         ├── StepFailed              an object of a step failed (Job Failed, rollout stalled, ...)
         ├── StepTimeout             a step was not healthy within its timeout
+        ├── RunTimeout              the whole run took longer than --timeout
         ├── Interrupted             SIGINT/SIGTERM; exit code 128 + signum
         └── InternalError           an exception krmfn did not expect (a bug): exit code ``EXIT_INTERNAL``
+
+Not KrmfnError, on purpose: each is caught in its own package and never reaches a user as itself
+(tests/test_error_tree.py keeps both lists true).
+
+    UsageError  (cliargs.py) a command line argparse refuses: one line and exit 2 (function.py, render.py)
+    _Usage  (render.py) the same inside ``krmfn render``'s own parser
+    UnsafePackagePath  (packagefs.py) reported by package.py with the file, as an OSError is
+    IntRangeError  (yaml/fast.py) an integer past 64 bits, caught by the YAML readers and writers
+    _Unsupported  (yaml/fast.py) a value the event dumper lacks: PyYAML's dumper writes it instead
+    Unwritable  (yaml/edit/scalars.py) the faithful writer falls back to writing the document anew
+    Unplaceable  (yaml/edit/splice.py) the same, for an edit it cannot splice in place
+    Unreadable  (runner/cluster/api.py) an answer parse_json refuses; kube.py raises the RunnerError
+    CompileError  (runner/health/celworker.py) healthexprs.py turns it into HealthCheckError
+    EvaluationError  (runner/health/celworker.py) healthexprs.py turns it into the object's failed health
+    NotBool  (runner/health/celworker.py) likewise, for a result that is not a bool
+    RenderError  (functions/render_inputs/values.py) render-inputs reports it as the expression's result
+    _Spent  (functions/render_inputs/transform.py) ends a render whose budget is spent
+    RegistryError  (functions/set_image/registry.py) set-image reports it as an error result
+    SemverError  (functions/set_image/semver.py) set-image's config reports it as the field's error
+    AnnotationError  (functions/set_config_checksum/references.py) reported as the resource's result
+    ScheduleError  (functions/validate_jobs/cron.py) validate-jobs reports it as a finding
 
 Functions never let these escape as tracebacks: the runtime turns each into an error result, a line on
 stderr and exit code 1. The runner turns its errors into an ``error`` event and a non-zero exit.

@@ -26,7 +26,7 @@ from krmfn.errors import KrmfnError, PipelineError
 from krmfn.kobj import MAX_INDEX, Obj, annotations_of, is_kustomization, metadata, ref_of
 from krmfn.limits import Limits
 from krmfn.numbers import whole
-from krmfn.packagefs import Parts, Tree, UnsafePath
+from krmfn.packagefs import Parts, Tree, UnsafePackagePath
 from krmfn.resourcelist import item_problem
 from krmfn.yaml import edit as yamledit
 from krmfn.yaml.io import Mode, check_size, dump_fast, load_all_fast
@@ -103,12 +103,12 @@ def all_items(package: Package) -> list[Obj]:
 def _kind(tree: Tree, parts: Parts) -> str | None:
     try:
         return tree.kind(parts)
-    except (UnsafePath, OSError) as err:
+    except (UnsafePackagePath, OSError) as err:
         raise PipelineError(f"{Path(tree.root, *parts)}: cannot read: {_why(err)}") from None
 
 
 def _why(err: Exception) -> str:
-    return str(err) if isinstance(err, UnsafePath) else getattr(err, "strerror", None) or str(err)
+    return str(err) if isinstance(err, UnsafePackagePath) else getattr(err, "strerror", None) or str(err)
 
 
 def _walk(
@@ -122,7 +122,7 @@ def _walk(
     """
     try:
         entries = tree.entries((*prefix, *relative))
-    except (UnsafePath, OSError) as err:
+    except (UnsafePackagePath, OSError) as err:
         raise PipelineError(f"{Path(tree.root, *prefix, *relative)}: cannot read: {_why(err)}") from None
     for name, kind in sorted(entries, key=lambda e: e[0].encode("utf-8", "surrogateescape")):
         parts = (*relative, name)
@@ -195,7 +195,7 @@ def _read_text(tree: Tree, parts: Parts, limits: Limits) -> str | None:
     path = Path(tree.root, *parts)
     try:
         data = tree.read_bytes(parts, 4 * limits.max_bytes)
-    except (UnsafePath, OSError) as err:
+    except (UnsafePackagePath, OSError) as err:
         raise PipelineError(f"{path}: cannot read: {_why(err)}") from None
     if data is None:
         return None
@@ -215,7 +215,7 @@ def _holds(tree: Tree, parts: Parts, text: str) -> bool:
     data = text.encode("utf-8")
     try:
         return tree.read_bytes(parts, len(data)) == data
-    except (UnsafePath, OSError) as err:
+    except (UnsafePackagePath, OSError) as err:
         raise PipelineError(f"{Path(tree.root, *parts)}: cannot read: {_why(err)}") from None
 
 
@@ -405,7 +405,7 @@ def index_of(obj: Obj) -> int:
 def _apply(tree: Tree, parts: Parts, action: Callable[[], object]) -> None:
     try:
         action()
-    except (UnsafePath, OSError) as err:
+    except (UnsafePackagePath, OSError) as err:
         raise PipelineError(f"{Path(tree.root, *parts)}: cannot write: {_why(err)}") from None
 
 
@@ -423,10 +423,10 @@ def _target(tree: Tree, root: Path, obj: Obj) -> Parts:
             if kind is None:
                 break
             if kind == "link":
-                raise UnsafePath("through a symlink")
+                raise UnsafePackagePath("through a symlink")
             if kind != ("file" if depth == len(parts) else "dir"):
-                raise UnsafePath("through something that is not a directory or not a regular file")
-    except (UnsafePath, OSError) as err:
+                raise UnsafePackagePath("through something that is not a directory or not a regular file")
+    except (UnsafePackagePath, OSError) as err:
         raise PipelineError(
             f"{str(ref_of(obj)).strip()}: its file {relative!r} is refused ({_why(err)}); krmfn render "
             f"writes only inside the package {root}, never through symlinks"

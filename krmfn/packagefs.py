@@ -33,7 +33,7 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONB
 _MAX_NAME = 255
 
 
-class UnsafePath(ValueError):
+class UnsafePackagePath(ValueError):
     """A path krmfn render will not open; ``str()`` says why, without quoting the path."""
 
 
@@ -45,7 +45,7 @@ class Tree:
 
     def kind(self, parts: Parts) -> str | None:
         """``"dir"``, ``"file"`` (regular), ``"link"``, ``"other"``, or None when absent. Directories on
-        the way must be real directories (UnsafePath otherwise)."""
+        the way must be real directories (UnsafePackagePath otherwise)."""
         if not parts:
             return "dir"
         with self._directory(parts[:-1]) as fd:
@@ -81,7 +81,7 @@ class Tree:
                 raise _refused(err) from None
         with os.fdopen(fd, "rb") as file:
             if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):  # a FIFO named x.yaml: a read would block
-                raise UnsafePath("not a regular file")
+                raise UnsafePackagePath("not a regular file")
             return file.read(max_bytes + 1)
 
     def write_text(self, parts: Parts, text: str) -> None:
@@ -94,7 +94,7 @@ class Tree:
                 raise _refused(err) from None
         with os.fdopen(fd, "wb") as file:
             if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                raise UnsafePath("not a regular file")
+                raise UnsafePackagePath("not a regular file")
             file.write(text.encode("utf-8"))
 
     def unlink(self, parts: Parts) -> bool:
@@ -132,11 +132,11 @@ class Tree:
             os.close(fd)
 
 
-def _refused(err: OSError) -> UnsafePath | OSError:
+def _refused(err: OSError) -> UnsafePackagePath | OSError:
     if err.errno in (errno.ELOOP, errno.ENOTDIR):  # O_NOFOLLOW met a symlink, or a file on the way
-        return UnsafePath("through a symlink or a file that is not a directory")
+        return UnsafePackagePath("through a symlink or a file that is not a directory")
     if err.errno == errno.EISDIR:
-        return UnsafePath("a directory")
+        return UnsafePackagePath("a directory")
     return err
 
 
@@ -157,20 +157,20 @@ def _entry_kind(entry: os.DirEntry[str]) -> str:
 
 
 def parts_of(path: str) -> Parts:
-    """The components of a path relative to a package, or UnsafePath: absolute paths, ``..``, NUL and
+    """The components of a path relative to a package, or UnsafePackagePath: absolute paths, ``..``, NUL and
     names no file system takes are refused; ``.`` and empty components (``a//b``) are dropped, so one
     file has one spelling."""
     if "\x00" in path:
-        raise UnsafePath("it holds a NUL character")
+        raise UnsafePackagePath("it holds a NUL character")
     if path.startswith("/"):
-        raise UnsafePath("it is absolute")
+        raise UnsafePackagePath("it is absolute")
     parts = tuple(part for part in path.split("/") if part not in ("", "."))
     if not parts:
-        raise UnsafePath("it names no file")
+        raise UnsafePackagePath("it names no file")
     if ".." in parts:
-        raise UnsafePath("it climbs with ..")
+        raise UnsafePackagePath("it climbs with ..")
     if any(len(part.encode("utf-8", "surrogateescape")) > _MAX_NAME for part in parts):
-        raise UnsafePath(f"a component is over {_MAX_NAME} bytes")
+        raise UnsafePackagePath(f"a component is over {_MAX_NAME} bytes")
     return parts
 
 
@@ -178,18 +178,18 @@ def writable(parts: Parts) -> None:
     """Only what the reader reads may be written: a ``*.yaml``, ``*.yml`` or ``Kptfile``, outside
     ``.git`` (a hook there is a script git runs)."""
     if ".git" in parts:
-        raise UnsafePath("it is inside .git")
+        raise UnsafePackagePath("it is inside .git")
     name = parts[-1]
     if name != KPTFILE and not name.endswith(RESOURCE_SUFFIXES):
-        raise UnsafePath("krmfn render writes only *.yaml, *.yml and Kptfile files")
+        raise UnsafePackagePath("krmfn render writes only *.yaml, *.yml and Kptfile files")
 
 
 def under(root: Path, package: Path) -> Parts:
-    """``package`` (a package-path annotation) as components below ``root``, or UnsafePath."""
+    """``package`` (a package-path annotation) as components below ``root``, or UnsafePackagePath."""
     if not package.is_absolute():
-        raise UnsafePath("its package path is not absolute")
+        raise UnsafePackagePath("its package path is not absolute")
     if package == root:
         return ()
     if not package.is_relative_to(root):
-        raise UnsafePath("its package path is outside the package")
+        raise UnsafePackagePath("its package path is outside the package")
     return parts_of(package.relative_to(root).as_posix())

@@ -11,6 +11,10 @@ from krmfn.kobj import Obj, ref_of
 from krmfn.records import FrozenRecord
 
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+"""Every list of containers in a pod spec, in the order the kubelet starts them: the one table of them
+(set-config-checksum, set-image, validate-jobs and krmfn diff read it)."""
+TEMPLATE_CONTAINER_LISTS = CONTAINER_LISTS[:2]
+"""The lists a pod template may hold: ephemeral containers are only ever added to a running pod."""
 
 # (API group, kind) -> dotted path of the pod template; "" means the object is the pod itself.
 BUILTIN_PATHS: dict[tuple[str, str], str] = {

@@ -107,7 +107,7 @@ def main(argv: list[str], stdout: TextIO | None = None, stderr: TextIO | None = 
         return 2
     try:
         package = pkg.read(options.directory, options.mode)
-        from krmfn.functions.render_inputs.engine import budget
+        from krmfn.functions.render_inputs.values import budget
 
         with budget(Limits.from_env()):  # one budget for the expressions of every pipeline of the tree
             rendered = render_package(package)

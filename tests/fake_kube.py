@@ -1,4 +1,4 @@
-"""An in-memory ``krmfn.runner.api.Api`` for fast tests of the runner's cluster-facing code.
+"""An in-memory ``krmfn.runner.cluster.api.Api`` for fast tests of the runner's cluster-facing code.
 
 Faithful where the inventory, the lock and prune depend on the API server:
 
@@ -38,11 +38,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from krmfn.runner.api import ApiStatusError, NoSuchKind, Resource, WatchEvent
-from krmfn.runner.errors import call
+from krmfn.runner.cluster.api import ApiStatusError, NoSuchKind, Resource, WatchEvent, call
 from krmfn.runner.events import Event
-from krmfn.runner.inventory import Inventory, lease_of
-from krmfn.runner.lock import LEASE, RENEW, Lease
+from krmfn.runner.inventory.inventory import Inventory, lease_of
+from krmfn.runner.inventory.lock import LEASE, RENEW, Lease
 from krmfn.runner.plan import Key
 
 Obj = dict[str, Any]

@@ -27,8 +27,8 @@ from fake_http import MockTransport, kubeconfig, params_of, path_of
 from fake_kube import RESOURCES, FakeApi
 
 from krmfn.net.wire import Request, Response
-from krmfn.runner.api import ApiStatusError, NoSuchKind, Resource
-from krmfn.runner.kube import HttpApi
+from krmfn.runner.cluster.api import ApiStatusError, NoSuchKind, Resource
+from krmfn.runner.cluster.kube import HttpApi
 
 JSON = {"Content-Type": "application/json"}
 WIDGETS = Resource("example.com", "v1", "Widget", "widgets", True)

@@ -44,8 +44,8 @@ def test_help_lists_exit_codes_two_examples_and_the_docs(command: list[str]) -> 
 
 def _parsers() -> list[tuple[str, argparse.ArgumentParser]]:
     from krmfn.export import _parser as export_parser
-    from krmfn.runner.cli import parser
-    from krmfn.runner.status_cmd import parser as status_parser
+    from krmfn.runner.commands.cli import parser
+    from krmfn.runner.commands.status_cmd import parser as status_parser
 
     found = [("plan", parser("plan")), ("apply", parser("apply")), ("diff", parser("diff")),
              ("status", status_parser()), ("export", export_parser())]  # fmt: skip

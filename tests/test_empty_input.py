@@ -18,9 +18,9 @@ import pytest
 from fake_kube import FakeApi
 
 from krmfn.export import main as export_main
-from krmfn.runner.applyset import Parent
-from krmfn.runner.cli import main as runner_main
-from krmfn.runner.members import foreign_inventory
+from krmfn.runner.commands.cli import main as runner_main
+from krmfn.runner.inventory.applyset import Parent
+from krmfn.runner.inventory.members import foreign_inventory
 from krmfn.runner.plan import Key
 from krmfn.yaml.io import dump_all_fast, load_all_fast
 

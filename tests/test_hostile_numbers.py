@@ -33,13 +33,15 @@ from krmfn.net.answers import framing_of
 from krmfn.net.errors import Malformed
 from krmfn.net.wire import Response
 from krmfn.numbers import MAX_DIGITS, whole
-from krmfn.runner import lock, waiter
-from krmfn.runner.applyset import PART_OF
-from krmfn.runner.cli import parser
-from krmfn.runner.engine import Options, Runner
+from krmfn.runner.commands.cli import parser
+from krmfn.runner.commands.status_cmd import collect, write_text
+from krmfn.runner.engine import waiter
+from krmfn.runner.engine.engine import Options, Runner
+from krmfn.runner.inventory import lock
+from krmfn.runner.inventory.applyset import PART_OF
+from krmfn.runner.inventory.runs import decode_plan, parse_runs
 from krmfn.runner.plan import build_plan
-from krmfn.runner.runs import RUNS, decode_plan, parse_runs
-from krmfn.runner.status_cmd import collect, write_text
+from krmfn.runner.reserved import RUNS
 from krmfn.steps import STEP_INDEX, STEP_TIMEOUT
 
 HOSTILE = [

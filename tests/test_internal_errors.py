@@ -23,10 +23,10 @@ from fake_kube import FakeApi
 
 from krmfn.cli import main as krmfn_main
 from krmfn.errors import EXIT_INTERNAL
-from krmfn.runner.engine import Options, Runner
-from krmfn.runner.lock import LOCK
+from krmfn.runner.engine.engine import Options, Runner
+from krmfn.runner.inventory.runs import parse_runs
 from krmfn.runner.plan import build_plan
-from krmfn.runner.runs import RUNS, parse_runs
+from krmfn.runner.reserved import LOCK, RUNS
 
 CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"},
              "data": {"k": "v"}}  # fmt: skip
@@ -54,9 +54,9 @@ def _cluster(monkeypatch: pytest.MonkeyPatch) -> Api:
         build_plan([CONFIGMAP], namespace="ns", default_timeout=5)
     )
     assert result.ok, result.error
-    import krmfn.runner.kube
+    import krmfn.runner.cluster.kube
 
-    monkeypatch.setattr(krmfn.runner.kube, "connect", lambda *a, **k: api)
+    monkeypatch.setattr(krmfn.runner.cluster.kube, "connect", lambda *a, **k: api)
     return api
 
 
@@ -69,23 +69,23 @@ def _package(tmp: Path) -> Path:
 
 # (command line, module and attribute that raise, exception); every command whose exit codes mean something
 CASES: list[tuple[str, list[str], str, Callable[..., Any]]] = [
-    ("plan", ["plan", "-f", "{stream}"], "krmfn.runner.cli:plan_lines", _boom),
-    ("plan json", ["plan", "-f", "{stream}", "-o", "json"], "krmfn.runner.cli:plan_data", _boom),
-    ("apply", ["apply", "-f", "{changed}", "-n", "ns", "--applyset", "app"], "krmfn.runner.engine:prune",
-     _boom),
+    ("plan", ["plan", "-f", "{stream}"], "krmfn.runner.commands.cli:plan_lines", _boom),
+    ("plan json", ["plan", "-f", "{stream}", "-o", "json"], "krmfn.runner.commands.cli:plan_data", _boom),
+    ("apply", ["apply", "-f", "{changed}", "-n", "ns", "--applyset", "app"],
+     "krmfn.runner.engine.engine:prune", _boom),
     ("apply json", ["apply", "-f", "{changed}", "-n", "ns", "--applyset", "app", "-o", "json"],
-     "krmfn.runner.engine:prune", _boom),
+     "krmfn.runner.engine.engine:prune", _boom),
     ("apply in a step", ["apply", "-f", "{changed}", "-n", "ns", "--applyset", "app"],
-     "krmfn.runner.engine:_changed", _deep),
-    ("diff", ["diff", "-f", "{changed}", "-n", "ns", "--applyset", "app"], "krmfn.runner.diff_cmd:unified",
-     _deep),
+     "krmfn.runner.engine.engine:_changed", _deep),
+    ("diff", ["diff", "-f", "{changed}", "-n", "ns", "--applyset", "app"],
+     "krmfn.runner.commands.diff_cmd:unified", _deep),
     ("diff json", ["diff", "-f", "{changed}", "-n", "ns", "--applyset", "app", "-o", "json"],
-     "krmfn.runner.diff_cmd:patch_of", _deep),
+     "krmfn.runner.commands.diff_cmd:patch_of", _deep),
     ("diff differ", ["diff", "-f", "{changed}", "-n", "ns", "--applyset", "app"],
-     "krmfn.runner.differ:comparable", _boom),
-    ("status", ["status", "-n", "ns", "--applyset", "app"], "krmfn.runner.status_cmd:health", _deep),
+     "krmfn.runner.engine.differ:comparable", _boom),
+    ("status", ["status", "-n", "ns", "--applyset", "app"], "krmfn.runner.commands.status_cmd:health", _deep),
     ("status json", ["status", "-n", "ns", "--applyset", "app", "-o", "json"],
-     "krmfn.runner.status_cmd:report_data", _boom),
+     "krmfn.runner.commands.status_cmd:report_data", _boom),
     ("export argocd", ["export", "argocd", "-f", "{stream}"], "krmfn.export.argocd:annotate", _boom),
     ("export resourceset", ["export", "resourceset", "-f", "{stream}", "--name", "x", "-n", "ns"],
      "krmfn.export.resourceset:build", _boom),
@@ -144,9 +144,9 @@ def test_an_internal_error_is_one_line_and_its_own_exit_code(
 
 def test_krmfn_debug_shows_the_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "s.yaml").write_text(json.dumps(CONFIGMAP))
-    import krmfn.runner.cli
+    import krmfn.runner.commands.cli
 
-    monkeypatch.setattr(krmfn.runner.cli, "plan_lines", _boom)
+    monkeypatch.setattr(krmfn.runner.commands.cli, "plan_lines", _boom)
     monkeypatch.setenv("KRMFN_DEBUG", "1")
     with pytest.raises(ValueError, match="xxx"):
         krmfn_main(["plan", "-f", str(tmp_path / "s.yaml")])

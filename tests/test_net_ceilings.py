@@ -29,8 +29,8 @@ RUNNER = (
     READ_PEAK.replace("{", "{{").replace("}", "}}")
     + """
 import json, sys, threading
-from krmfn.runner.api import Resource
-from krmfn.runner.kube import connect
+from krmfn.runner.cluster.api import Resource
+from krmfn.runner.cluster.kube import connect
 api = connect(sys.argv[1], None, retry_budget=0)
 cms = Resource("", "v1", "ConfigMap", "configmaps", True)
 try:

@@ -29,8 +29,8 @@ from krmfn.functions.set_image import FUNCTION
 from krmfn.functions.set_image import registry as oci
 from krmfn.net.addresses import Resolved, resolve
 from krmfn.net.urls import redact, secret_parameter, shown_origin
-from krmfn.runner.cli import main as runner_main
-from krmfn.runner.status_cmd import main as status_main
+from krmfn.runner.commands.cli import main as runner_main
+from krmfn.runner.commands.status_cmd import main as status_main
 from krmfn.yaml.io import _load_fast, dump_fast
 
 SECRET = "S3CRETfragment"

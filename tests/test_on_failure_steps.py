@@ -13,7 +13,7 @@ import pytest
 
 from krmfn.export import main as export_main
 from krmfn.functions.set_steps import FUNCTION
-from krmfn.runner.cli import main as runner_main
+from krmfn.runner.commands.cli import main as runner_main
 from krmfn.steps import group
 from krmfn.yaml.io import _load_fast, dump_all_fast, load_all_fast
 

@@ -351,9 +351,9 @@ ALL = list(patterns())
 def test_the_inventory_finds_the_patterns_applied_to_network_and_cluster_data() -> None:
     names = {where.split(":")[0] for where, _, _ in ALL}
     expected = ["krmfn.functions.set_image.registry._TAG", "krmfn.functions.set_image.registry._TOKEN",
-                "krmfn.runner.jobs.IMMUTABLE_MESSAGES", "krmfn.terminal._COMMAND_MARKS",
+                "krmfn.runner.engine.jobs.IMMUTABLE_MESSAGES", "krmfn.terminal._COMMAND_MARKS",
                 "krmfn.functions.validate_jobs.cron._INT",
-                "krmfn.runner.diff._UNSAFE_IN_FILE", "krmfn.net.urls._HOST_CHARS"]  # fmt: skip
+                "krmfn.runner.engine.diff._UNSAFE_IN_FILE", "krmfn.net.urls._HOST_CHARS"]  # fmt: skip
     for where in expected:
         assert where in names, where
     assert len(ALL) > 40

@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from krmfn.functions.render_inputs import FUNCTION
-from krmfn.functions.render_inputs.engine import RenderError, Scan, is_expression_source, render
+from krmfn.functions.render_inputs.engine import Scan, is_expression_source, render
+from krmfn.functions.render_inputs.values import RenderError
 from krmfn.yaml.io import _load_fast, dump_fast
 
 INPUTS: dict[str, Any] = {
@@ -294,7 +295,7 @@ def test_no_filter_or_operator_builds_a_huge_value_before_refusing_it(text: str)
     before values are built. (The inputs' own 200 KB are allocated before tracing starts.)"""
     import tracemalloc
 
-    from krmfn.functions.render_inputs.engine import MAX_STRING, size_of
+    from krmfn.functions.render_inputs.values import MAX_STRING, size_of
 
     render("<< inputs.tag >>", INPUTS)  # Jinja imported and set up outside the measure
     tracemalloc.start()

@@ -9,7 +9,7 @@ import pytest
 from e2e import tool
 
 from krmfn.cli import main as krmfn_main
-from krmfn.runner.cli import main, parser
+from krmfn.runner.commands.cli import main, parser
 
 STAGED = """\
 apiVersion: apps/v1
@@ -236,7 +236,7 @@ def test_the_inventory_is_named_after_the_app(
 ) -> None:
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    from krmfn.runner.identity import identify
+    from krmfn.runner.inventory.identity import identify
     from krmfn.runner.source import read_files
 
     parsed = parser("apply").parse_args(["-f", str(tmp_path), *flags])

@@ -24,12 +24,12 @@ import pytest
 from cli_run import krmfn_cli
 from scripted_kube import Served, Store
 
-from krmfn.runner.api import MAX_DEPTH, parse_json
-from krmfn.runner.celworker import Worker
-from krmfn.runner.engine import Options, Runner
-from krmfn.runner.lock import LOCK
+from krmfn.runner.cluster.api import MAX_DEPTH, parse_json
+from krmfn.runner.engine.engine import Options, Runner
+from krmfn.runner.health.celworker import Worker
+from krmfn.runner.inventory.runs import parse_runs
 from krmfn.runner.plan import build_plan
-from krmfn.runner.runs import RUNS, parse_runs
+from krmfn.runner.reserved import LOCK, RUNS
 
 DEEP = "\x00deep"
 """The placeholder the scripted server replaces with the nested JSON, wherever an object holds it."""
@@ -60,11 +60,11 @@ def depth(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
-    """A scripted cluster, reached by every command (``krmfn.runner.kube.connect``)."""
+    """A scripted cluster, reached by every command (``krmfn.runner.cluster.kube.connect``)."""
     served = Served(Store("ns"))
-    import krmfn.runner.kube
+    import krmfn.runner.cluster.kube
 
-    monkeypatch.setattr(krmfn.runner.kube, "connect", lambda *a, **k: served.api())
+    monkeypatch.setattr(krmfn.runner.cluster.kube, "connect", lambda *a, **k: served.api())
     monkeypatch.delenv("KRMFN_DEBUG", raising=False)
     yield served
 

@@ -14,12 +14,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from krmfn.runner.applyset import Parent
-from krmfn.runner.diff import MASK, Change, comparable, masked, patch_of, unified
-from krmfn.runner.diff_cmd import _text
+from krmfn.runner.commands.diff_cmd import _text
+from krmfn.runner.engine.diff import MASK, Change, comparable, masked, patch_of, unified
 from krmfn.runner.errors import Interrupted, ObjectError, StepTimeout
 from krmfn.runner.events import StepDone
-from krmfn.runner.runs import (
+from krmfn.runner.inventory.applyset import Parent
+from krmfn.runner.inventory.runs import (
     MAX_PLAN_BYTES,
     MAX_RUN_BYTES,
     MAX_RUNS,
@@ -132,8 +132,8 @@ def test_text_output_never_carries_a_control_character_from_the_objects(
 
 def test_a_run_record_is_bounded() -> None:
     record = RunRecord("r", "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "failed", "s" * 300, "e" * 5000)
-    record.steps = [__import__("krmfn.runner.runs").runner.runs.StepRecord(f"step-{i:03}" * 5, 1.5, "healthy")
-                    for i in range(200)]  # fmt: skip
+    step = __import__("krmfn.runner.inventory.runs").runner.inventory.runs.StepRecord
+    record.steps = [step(f"step-{i:03}" * 5, 1.5, "healthy") for i in range(200)]
     text = render_runs([record] * 30)
     data = json.loads(text)
     assert len(data) == MAX_RUNS
@@ -219,8 +219,8 @@ def test_a_lock_write_whose_answer_was_lost_records_the_run_once() -> None:
     dropped connection): the run reads its own record back and must not leave it "running" forever."""
     from fake_kube import FakeApi
 
-    from krmfn.runner.api import ApiStatusError
-    from krmfn.runner.engine import Options, Runner
+    from krmfn.runner.cluster.api import ApiStatusError
+    from krmfn.runner.engine.engine import Options, Runner
     from krmfn.runner.plan import build_plan
 
     api = FakeApi("ns")
@@ -257,7 +257,7 @@ class _Tty(io.StringIO):
 
 
 def test_colour_only_on_a_terminal_and_never_under_no_color(monkeypatch: Any) -> None:
-    from krmfn.runner.diff_cmd import _colour
+    from krmfn.runner.commands.diff_cmd import _colour
 
     monkeypatch.delenv("NO_COLOR", raising=False)
     assert _colour(_Tty()) is True
@@ -268,7 +268,7 @@ def test_colour_only_on_a_terminal_and_never_under_no_color(monkeypatch: Any) ->
 
 def test_what_a_dry_run_invents_for_a_new_object_is_left_out_and_what_was_rendered_kept() -> None:
     """Shapes as kube-apiserver v1.35 answers a dry-run create (tests/cluster/test_diff_status.py runs it)."""
-    from krmfn.runner.diff import without_invented
+    from krmfn.runner.engine.diff import without_invented
 
     uid = "273366c1-3535-4456-a19d-8a189b6c6200"
     ids = {"batch.kubernetes.io/controller-uid": uid, "controller-uid": uid}

@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from krmfn.cli import main as krmfn_main
-from krmfn.runner.diff import MASK
-from krmfn.runner.engine import Options, Runner
+from krmfn.runner.engine.diff import MASK
+from krmfn.runner.engine.engine import Options, Runner
 from krmfn.runner.plan import build_plan
 from krmfn.yaml.io import dump_fast
 
@@ -167,9 +167,9 @@ def test_no_form_of_a_secret_value_reaches_any_diff_output(
     tmp = tmp_path_factory.mktemp("diff")
     api = Api("ns")
     with pytest.MonkeyPatch.context() as mp:
-        import krmfn.runner.kube
+        import krmfn.runner.cluster.kube
 
-        mp.setattr(krmfn.runner.kube, "connect", lambda *a, **k: api)
+        mp.setattr(krmfn.runner.cluster.kube, "connect", lambda *a, **k: api)
         if scenario == "create":
             Runner(api, Options(namespace="ns", applyset="app"), lambda e: None).run(
                 build_plan([KEEP], namespace="ns", default_timeout=5)
@@ -188,9 +188,9 @@ def test_a_kapp_copy_and_a_block_value_without_its_newline_are_masked(tmp_path: 
     api = Api("ns")
     key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n"
     with pytest.MonkeyPatch.context() as mp:
-        import krmfn.runner.kube
+        import krmfn.runner.cluster.kube
 
-        mp.setattr(krmfn.runner.kube, "connect", lambda *a, **k: api)
+        mp.setattr(krmfn.runner.cluster.kube, "connect", lambda *a, **k: api)
         _live(api, {"tls.key": key}, KEEP)
         api.annotate("v1", "Secret", "ns", "s", {
             "kapp.k14s.io/original": json.dumps(secret({"tls.key": key}, "stringData")),

@@ -1,4 +1,4 @@
-"""CEL health checks (krmfn/runner/healthexprs.py) without a cluster: Flux's documented examples judged
+"""CEL health checks (krmfn/runner/health/healthexprs.py) without a cluster: Flux's documented examples judged
 as Flux judges them, the evaluation order, run-time failures, and every kind of bad entry refused as one
 line, exit 2, before any connection. tests/cluster/test_apply_health_checks.py runs them for real."""
 
@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from krmfn.runner import healthexprs
-from krmfn.runner.celworker import Worker
-from krmfn.runner.cli import main
-from krmfn.runner.healthexprs import MAX_ENTRIES, MAX_EXPRESSION, HealthCheckError, HealthChecks, load
+from krmfn.runner.commands.cli import main
+from krmfn.runner.errors import HealthCheckError
+from krmfn.runner.health import healthexprs
+from krmfn.runner.health.celworker import Worker
+from krmfn.runner.health.healthexprs import MAX_ENTRIES, MAX_EXPRESSION, HealthChecks, load
 from krmfn.terminal import safe_line
 from krmfn.yaml.io import dump_all_fast
 

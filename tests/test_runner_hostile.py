@@ -25,8 +25,12 @@ from fake_kube import FakeApi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from krmfn.runner import diff_cmd
-from krmfn.runner.diff import (
+from krmfn.runner.cluster.api import LOG_LIMIT_BYTES
+from krmfn.runner.commands import diff_cmd
+from krmfn.runner.commands.printers import JsonPrinter, PlainPrinter, TtyPrinter
+from krmfn.runner.commands.status_cmd import collect as collect_status
+from krmfn.runner.commands.status_cmd import report_data, write_text
+from krmfn.runner.engine.diff import (
     MASK,
     NAME_MAX,
     Change,
@@ -36,17 +40,14 @@ from krmfn.runner.diff import (
     patch_of,
     unified,
 )
-from krmfn.runner.engine import Options, Result, Runner
+from krmfn.runner.engine.engine import Options, Result, Runner
+from krmfn.runner.engine.joblogs import MAX_LINE, collect, describe, last_lines
+from krmfn.runner.engine.jobs import PodProblem
 from krmfn.runner.errors import StepFailed
 from krmfn.runner.events import Apply, Event, Status, StepDone, StepStart
-from krmfn.runner.joblogs import LIMIT_BYTES, MAX_LINE, collect, describe, last_lines
-from krmfn.runner.jobs import PodProblem
-from krmfn.runner.lock import LOCK
+from krmfn.runner.inventory.runs import MAX_ERROR
 from krmfn.runner.plan import build_plan
-from krmfn.runner.printers import JsonPrinter, PlainPrinter, TtyPrinter
-from krmfn.runner.runs import LAST_PLAN, MAX_ERROR, RUNS
-from krmfn.runner.status_cmd import collect as collect_status
-from krmfn.runner.status_cmd import report_data, write_text
+from krmfn.runner.reserved import LAST_PLAN, LOCK, RUNS
 from krmfn.steps import STEP
 from krmfn.terminal import fit
 
@@ -331,7 +332,7 @@ def test_log_lines_are_escaped_in_text_and_carried_as_json() -> None:
 def test_log_text_is_bounded_even_when_the_server_ignores_limit_bytes() -> None:
     flood = ("z" * 2000 + "\n") * 10_000  # 20 MB: what a server that ignores limitBytes may send
     lines = last_lines(flood, 1000)
-    assert sum(len(line) for line in lines) <= LIMIT_BYTES + len(lines) * 40
+    assert sum(len(line) for line in lines) <= LOG_LIMIT_BYTES + len(lines) * 40
 
 
 # --- the live view ----------------------------------------------------------------------------------------

@@ -13,9 +13,9 @@ from fake_http import MockTransport, json_answer, kubeconfig, params_of, path_of
 
 from krmfn.net.errors import Unreachable
 from krmfn.net.wire import Request, Response
-from krmfn.runner.api import ApiStatusError, Resource
+from krmfn.runner.cluster.api import ApiStatusError, Resource
+from krmfn.runner.cluster.kube import HttpApi
 from krmfn.runner.errors import ClusterUnreachable
-from krmfn.runner.kube import HttpApi
 
 CONFIG = kubeconfig("apps")
 CONFIGMAPS = Resource(group="", version="v1", kind="ConfigMap", plural="configmaps", namespaced=True)

@@ -16,7 +16,7 @@ import pytest
 from fake_kube import FakeApi
 
 from krmfn import interrupts
-from krmfn.runner.cli import main
+from krmfn.runner.commands.cli import main
 
 
 @pytest.fixture

@@ -11,13 +11,14 @@ import pytest
 from fake_kube import FakeApi, FakeClock, Harness
 
 from krmfn.jobhash import spec_hash
-from krmfn.runner import jobs
-from krmfn.runner.api import ApiStatusError
-from krmfn.runner.applyset import (
+from krmfn.runner.cluster.api import ApiStatusError
+from krmfn.runner.engine import jobs
+from krmfn.runner.engine.engine import Options, Result, Runner
+from krmfn.runner.errors import InventoryError, ObjectError, RunTimeout
+from krmfn.runner.events import Apply, Event, Prune, StepDone
+from krmfn.runner.inventory.applyset import (
     GROUP_KINDS,
     ID_LABEL,
-    JOB_RECORDS,
-    LEGACY_COMPLETED_JOBS,
     NAMESPACES,
     PART_OF,
     TOOLING,
@@ -25,12 +26,9 @@ from krmfn.runner.applyset import (
     Parent,
     applyset_id,
 )
-from krmfn.runner.engine import Options, Result, Runner
-from krmfn.runner.errors import InventoryError, ObjectError, RunTimeout
-from krmfn.runner.events import Apply, Event, Prune, StepDone
-from krmfn.runner.inventory import CONFLICT_RETRIES
-from krmfn.runner.lock import LOCK
+from krmfn.runner.inventory.inventory import CONFLICT_RETRIES
 from krmfn.runner.plan import Key, build_plan
+from krmfn.runner.reserved import JOB_RECORDS, LEGACY_COMPLETED_JOBS, LOCK
 from krmfn.selector import JOB_BASE_NAME
 
 SET_ID = applyset_id("krmfn", "apps")

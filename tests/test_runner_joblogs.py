@@ -1,4 +1,4 @@
-"""A failed Job's last log lines (krmfn/runner/joblogs.py) and the --log-lines flag, without a cluster;
+"""A failed Job's last log lines (krmfn/runner/engine/joblogs.py) and the --log-lines flag, without a cluster;
 tests/cluster/test_apply_job_logs.py runs them end to end."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from krmfn.runner.cli import main
+from krmfn.runner.commands.cli import main
+from krmfn.runner.engine.joblogs import MAX_CONTAINERS, MAX_LINE, ContainerLog, collect, describe, last_lines
+from krmfn.runner.engine.jobs import PodProblem
 from krmfn.runner.events import Status, from_dict, to_dict
-from krmfn.runner.joblogs import MAX_CONTAINERS, MAX_LINE, ContainerLog, collect, describe, last_lines
-from krmfn.runner.jobs import PodProblem
 
 
 def test_last_lines_keeps_the_last_non_empty_lines_as_written() -> None:

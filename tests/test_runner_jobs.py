@@ -1,5 +1,5 @@
-"""The runner's pure Job rules (krmfn/runner/jobs.py): run hashes, outcomes, immutability errors, and what
-a Job's pods say about why it fails. tests/cluster/test_apply_jobs.py runs the same on the real control
+"""The runner's pure Job rules (krmfn/runner/engine/jobs.py): run hashes, outcomes, immutability errors, and
+what a Job's pods say about why it fails. tests/cluster/test_apply_jobs.py runs the same on the real control
 plane; these cases pin the pod statuses a kubelet writes that kwok does not (init containers, evictions)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from krmfn.jobspec import IMMUTABLE_SPEC_FIELDS, MUTABLE_SPEC_FIELDS
-from krmfn.runner import jobs
+from krmfn.runner.engine import jobs
 
 SPEC: dict[str, Any] = {
     "backoffLimit": 1,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from krmfn.runner.cli import main
+from krmfn.runner.commands.cli import main
 
 SECRET = "sk-S3CRETTOKENFRAGMENT"
 MANIFEST = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {k: v}\n"

@@ -16,12 +16,13 @@ from datetime import datetime, timedelta
 import pytest
 from fake_kube import START, FakeApi, Harness
 
-from krmfn.runner.applyset import Parent
 from krmfn.runner.errors import ClusterUnreachable, Interrupted, InventoryError, InventoryLocked
 from krmfn.runner.events import Lock
-from krmfn.runner.inventory import Inventory
-from krmfn.runner.lock import LOCK, Lease, _boot_id, _pid_namespace, _process_start, held_by_other
+from krmfn.runner.inventory.applyset import Parent
+from krmfn.runner.inventory.inventory import Inventory
+from krmfn.runner.inventory.lock import Lease, _boot_id, _pid_namespace, _process_start, held_by_other
 from krmfn.runner.plan import Key
+from krmfn.runner.reserved import LOCK
 
 HOST = socket.gethostname()
 ME = f"{HOST}/{os.getpid()}"

@@ -1,4 +1,4 @@
-"""Concurrent apply within a step (krmfn/runner/parallel.py and the engine's use of it, on the fake
+"""Concurrent apply within a step (krmfn/runner/engine/parallel.py and the engine's use of it, on the fake
 cluster): kind order kept between groups, bounded requests in flight, results in plan order, the first
 failure stops the step and names its object, nothing of a later step applied."""
 
@@ -14,11 +14,11 @@ from fake_kube import FakeApi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from krmfn.runner.api import ApiStatusError
-from krmfn.runner.engine import Options, Runner
+from krmfn.runner.cluster.api import ApiStatusError
+from krmfn.runner.engine.engine import Options, Runner
+from krmfn.runner.engine.parallel import groups, in_order
 from krmfn.runner.errors import Interrupted, InvalidObject
 from krmfn.runner.events import Apply, Error, Event
-from krmfn.runner.parallel import groups, in_order
 from krmfn.runner.plan import Item, Key, build_plan, kind_rank
 
 KINDS = ["Namespace", "CustomResourceDefinition", "ConfigMap", "Secret", "Service", "Deployment",

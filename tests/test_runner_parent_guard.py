@@ -15,22 +15,14 @@ from fake_kube import FakeApi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from krmfn.runner.api import Api
-from krmfn.runner.applyset import (
-    ID_LABEL,
-    INVENTORY,
-    JOB_RECORDS,
-    LEGACY_COMPLETED_JOBS,
-    PART_OF,
-    Parent,
-    applyset_id,
-)
-from krmfn.runner.cli import main
-from krmfn.runner.engine import Options, Runner
+from krmfn.runner.cluster.api import Api
+from krmfn.runner.commands.cli import main
+from krmfn.runner.engine.engine import Options, Runner
 from krmfn.runner.errors import SourceError
 from krmfn.runner.events import Event, Prune
-from krmfn.runner.lock import LOCK
+from krmfn.runner.inventory.applyset import ID_LABEL, PART_OF, Parent, applyset_id
 from krmfn.runner.plan import build_plan
+from krmfn.runner.reserved import INVENTORY, JOB_RECORDS, LEGACY_COMPLETED_JOBS, LOCK
 from krmfn.yaml.io import dump_all_fast
 
 Doc = dict[str, Any]

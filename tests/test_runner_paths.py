@@ -21,13 +21,13 @@ from lightkube.config.models import Cluster, User
 
 from krmfn.names import name_problem, namespace_problem, path_segment_problem
 from krmfn.net.wire import Request, Response
-from krmfn.runner.api import Api, Resource, UnsafePath, segment
-from krmfn.runner.applyset import Parent
-from krmfn.runner.cli import main
+from krmfn.runner.cluster.api import Api, Resource, UnsafePath, segment
+from krmfn.runner.cluster.kube import HttpApi, field_value
+from krmfn.runner.commands.cli import main
 from krmfn.runner.errors import InventoryError, ObjectError, SourceError
-from krmfn.runner.kube import HttpApi, field_value
+from krmfn.runner.inventory.applyset import Parent
+from krmfn.runner.inventory.prune import uid_of
 from krmfn.runner.plan import Key, build_plan
-from krmfn.runner.prune import uid_of
 from krmfn.yaml.io import dump_all_fast
 
 JOBS = Resource("batch", "v1", "Job", "jobs", True)

@@ -7,7 +7,15 @@ import json
 
 import pytest
 
-from krmfn.runner.engine import Result
+from krmfn.runner.commands.printers import (
+    JsonPrinter,
+    PlainPrinter,
+    TtyPrinter,
+    format_plan,
+    make_printer,
+    plan_data,
+)
+from krmfn.runner.engine.engine import Result
 from krmfn.runner.errors import StepFailed
 from krmfn.runner.events import (
     Apply,
@@ -23,7 +31,6 @@ from krmfn.runner.events import (
     to_dict,
 )
 from krmfn.runner.plan import build_plan
-from krmfn.runner.printers import JsonPrinter, PlainPrinter, TtyPrinter, format_plan, make_printer, plan_data
 
 EVENTS: list[Event] = [
     Inventory("shop", "apps", "krmfn.dev/app", True),
@@ -198,7 +205,7 @@ def test_tty_printer_redraws_the_running_step_in_place() -> None:
 
 
 def test_live_view_of_a_new_job_never_shows_zero_counts_before_complete() -> None:
-    from krmfn.runner.status import health
+    from krmfn.runner.health.status import health
 
     out = io.StringIO()
     printer = TtyPrinter(out, clock=FakeClock(), refresh=3600)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from krmfn.runner.status import health
+from krmfn.runner.health.status import health
 
 
 def cond(type_: str, status: str = "True", reason: str = "", message: str = "") -> dict[str, str]:

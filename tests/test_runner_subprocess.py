@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from krmfn.runner import diff_cmd, source
+from krmfn.runner import source
+from krmfn.runner.commands import diff_cmd
 from krmfn.runner.errors import SourceError
 
 FAILURES = [OSError(2, "No such file or directory"), subprocess.SubprocessError()]

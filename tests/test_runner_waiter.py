@@ -1,5 +1,5 @@
-"""The waiter's watches (krmfn/runner/waiter.py) against a scripted API: one watch per kind and namespace,
-where it starts, which events reach the engine, and how a watch resumes."""
+"""The waiter's watches (krmfn/runner/engine/waiter.py) against a scripted API: one watch per kind and
+namespace, where it starts, which events reach the engine, and how a watch resumes."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from krmfn.runner.api import ApiStatusError, Resource, WatchEvent
+from krmfn.runner.cluster.api import ApiStatusError, Resource, WatchEvent
+from krmfn.runner.engine.waiter import Watched, Watcher
 from krmfn.runner.errors import ClusterUnreachable
 from krmfn.runner.plan import Key
-from krmfn.runner.waiter import Watched, Watcher
 
 DEPLOYMENTS = Resource("apps", "v1", "Deployment", "deployments", True)
 JOBS = Resource("batch", "v1", "Job", "jobs", True)

@@ -1,5 +1,5 @@
-"""HttpApi's standard-library wire (krmfn/runner/wire.py) against a real HTTP server on loopback: what goes
-on the wire (raw paths, the server's path prefix), connection reuse, a server that closes idle
+"""HttpApi's standard-library wire (krmfn/runner/cluster/wire.py) against a real HTTP server on loopback: what
+goes on the wire (raw paths, the server's path prefix), connection reuse, a server that closes idle
 connections, and every kubeconfig credential kind (token, token file, exec plugin, basic auth) with
 lightkube's refresh after a 401. TLS is exercised by every cluster test (the control plane serves HTTPS)."""
 
@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from lightkube.config.kubeconfig import KubeConfig
 
-from krmfn.runner.api import ApiStatusError, Resource
+from krmfn.runner.cluster.api import ApiStatusError, Resource
+from krmfn.runner.cluster.kube import HttpApi
 from krmfn.runner.errors import ClusterUnreachable, KubeconfigError
-from krmfn.runner.kube import HttpApi
 
 JOBS = Resource(group="batch", version="v1", kind="Job", plural="jobs", namespaced=True)
 CONFIGMAPS = Resource(group="", version="v1", kind="ConfigMap", plural="configmaps", namespaced=True)

@@ -37,7 +37,7 @@ COMMON = frozenset(
 )
 HASHING = frozenset("_blake2 _hashlib _json hashlib json json.decoder json.encoder json.scanner".split())  # noqa: SIM905
 EXTRA = {
-    "render-inputs": frozenset({"contextvars", "_contextvars"}),  # engine.py: the render's one budget
+    "render-inputs": frozenset({"contextvars", "_contextvars"}),  # values.py: the render's one budget
     "set-image": frozenset(),
     "set-config-checksum": HASHING,  # the checksum: sha256 over sorted-key JSON
     "hash-job-names": HASHING,  # the name: sha256 over the spec's sorted-key JSON

@@ -20,7 +20,7 @@ import pytest
 
 from krmfn import stream
 from krmfn.export import main as export_main
-from krmfn.runner.cli import main as runner_main
+from krmfn.runner.commands.cli import main as runner_main
 from krmfn.yaml.io import dump_fast
 
 ROOT = os.geteuid() == 0

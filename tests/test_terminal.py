@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from krmfn.runner.cli import main
-from krmfn.runner.engine import Result
+from krmfn.runner.commands.cli import main
+from krmfn.runner.commands.printers import JsonPrinter, PlainPrinter, TtyPrinter, format_plan
+from krmfn.runner.engine.engine import Result
 from krmfn.runner.errors import StepFailed
 from krmfn.runner.events import Apply, Error, Event, Inventory, Lock, Prune, Status, StepDone, StepStart
 from krmfn.runner.plan import build_plan
-from krmfn.runner.printers import JsonPrinter, PlainPrinter, TtyPrinter, format_plan
 from krmfn.terminal import safe_line
 
 # What a failing migration's pod may say (its termination message and last log lines).

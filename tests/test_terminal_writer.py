@@ -29,12 +29,16 @@ RAW = {
     ("krmfn/render.py", "main", "err.write(USAGE)"): "constant usage block",
     ("krmfn/render.py", "main", "out.write(stream("): "the rendered YAML stream, escaped by YAML",
     ("krmfn/export/__init__.py", "main", "sys.stdout.write(text)"): "the exported YAML, escaped by YAML",
-    ("krmfn/runner/cli.py", "_plan", "sys.stdout.write(json.dumps("): "-o json: JSON escapes, ASCII only",
-    ("krmfn/runner/diff_cmd.py", "_json_event", "out.write(json.dumps("): "-o json line",
-    ("krmfn/runner/diff_cmd.py", "_result", "out.write(json.dumps("): "-o json result line",
-    ("krmfn/runner/printers.py", "__call__", "self.out.write(json.dumps("): "-o json event line",
-    ("krmfn/runner/printers.py", "summary", "self.out.write(json.dumps("): "-o json result line",
-    ("krmfn/runner/status_cmd.py", "main", "sys.stdout.write(json.dumps("): "-o json report line",
+    (
+        "krmfn/runner/commands/cli.py",
+        "_plan",
+        "sys.stdout.write(json.dumps(",
+    ): "-o json: JSON escapes, ASCII only",
+    ("krmfn/runner/commands/diff_cmd.py", "_json_event", "out.write(json.dumps("): "-o json line",
+    ("krmfn/runner/commands/diff_cmd.py", "_result", "out.write(json.dumps("): "-o json result line",
+    ("krmfn/runner/commands/printers.py", "__call__", "self.out.write(json.dumps("): "-o json event line",
+    ("krmfn/runner/commands/printers.py", "summary", "self.out.write(json.dumps("): "-o json result line",
+    ("krmfn/runner/commands/status_cmd.py", "main", "sys.stdout.write(json.dumps("): "-o json report line",
 }
 
 

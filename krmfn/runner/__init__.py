@@ -4,7 +4,7 @@
     health(obj) -> Health                   kstatus-like health of one live object (pure)
     Runner(api, options, emit).run(plan)    apply, wait, inventory, prune; reports typed events
 
-The cluster is reached through ``api.Api`` (``kube.HttpApi`` in production); errors are the
+The cluster is reached through ``cluster.api.Api`` (``cluster.kube.HttpApi`` in production); errors are the
 ``krmfn.runner.errors`` classes, all subclasses of ``krmfn.errors.RunnerError``. docs/runner.md is the
 user's guide.
 
@@ -18,14 +18,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from krmfn.runner.engine import Options, Result, Runner
+    from krmfn.runner.engine.engine import Options, Result, Runner
+    from krmfn.runner.health.status import Health, health
     from krmfn.runner.plan import Plan, Step, build_plan
-    from krmfn.runner.status import Health, health
 
 __all__ = ["Health", "Options", "Plan", "Result", "Runner", "Step", "build_plan", "health"]
 _HOME = {
-    "Options": "engine", "Result": "engine", "Runner": "engine", "Plan": "plan", "Step": "plan",
-    "build_plan": "plan", "Health": "status", "health": "status",
+    "Options": "engine.engine", "Result": "engine.engine", "Runner": "engine.engine", "Plan": "plan",
+    "Step": "plan", "build_plan": "plan", "Health": "health.status", "health": "health.status",
 }  # fmt: skip
 
 

@@ -1,46 +1,20 @@
 """The runner's errors. Each ``str(err)`` is one complete line that names the object and the cause.
 
-RunnerError (krmfn.errors)
-├── SourceError           the input stream cannot be read or built (-f/-k)
-├── ClusterUnreachable    the API server did not answer, even after retries
-│   └── AnswerTooLarge    an answer over its ceiling (krmfn/net/ceilings.py), not retried
-├── KubeconfigError       the kubeconfig cannot be read or used, or its exec credential plugin failed
-├── ObjectError           the API server refused one object; ``ref`` names it
-│   ├── InvalidObject     422: the object does not validate
-│   ├── Forbidden         403: RBAC does not allow the request
-│   ├── ApplyConflict     409: another field manager owns the fields (--force-conflicts takes them)
-│   ├── UnknownKind       the cluster serves no such apiVersion/kind (missing CRD?)
-│   └── JobSpecChanged    a Job's spec changed but Job specs are immutable
-├── InventoryError        the ApplySet parent belongs to another tool, cannot be written, or its lock was lost
-│   ├── InventoryLocked   another run holds the inventory lock (and --wait-for-lock ran out)
-│   └── NoInventory       diff/status: no ApplySet parent of that name in the namespace
-├── StepFailed            an object of a step failed (Job Failed, rollout stalled, ...)
-├── StepTimeout           a step was not healthy within its timeout
-├── RunTimeout            the whole run took longer than --timeout
-├── Interrupted           SIGINT/SIGTERM: stopped between requests; ``signum`` says which
-└── InternalError         an exception the runner did not expect (a bug): the run still ends as a failure
+Their place in krmfn's one error tree is in krmfn/errors.py (under ``RunnerError``).
 """
 
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from krmfn.errors import RunnerError, internal_error
-from krmfn.runner.api import ApiStatusError, NoSuchKind
-
-if TYPE_CHECKING:  # it imports this module
-    from krmfn.runner.plan import Key
-
-T = TypeVar("T")
-P = ParamSpec("P")
 
 __all__ = [
     "AnswerTooLarge",
     "ApplyConflict",
     "ClusterUnreachable",
     "Forbidden",
+    "HealthCheckError",
     "InternalError",
     "Interrupted",
     "InvalidObject",
@@ -171,30 +145,5 @@ class InternalError(RunnerError):
         super().__init__(internal_error(err, during))
 
 
-def as_object_error(key: Key, err: ApiStatusError) -> ObjectError:
-    cause = err.message or f"{err.code} {err.reason}"
-    if err.code == 422:
-        return InvalidObject(str(key), f"invalid: {cause}", err.code)
-    if err.code == 403:
-        return Forbidden(str(key), f"forbidden: {cause}", err.code)
-    if err.code == 409 and err.reason == "Conflict" and "conflict" in cause.lower():
-        return ApplyConflict(str(key), f"{cause} (pass --force-conflicts to take the fields over)", err.code)
-    if err.code == 404 and key.namespace and err.message.startswith(f'namespaces "{key.namespace}"'):
-        return ObjectError(
-            str(key),
-            f"namespace {key.namespace} does not exist; add the Namespace to this step or an earlier one",
-            err.code,
-        )
-    if err.code == 404:
-        return ObjectError(str(key), f"not found: {cause}", err.code)
-    return ObjectError(str(key), f"{cause}", err.code)
-
-
-def call(key: Key, request: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-    """``request(*args, **kwargs)`` with its API errors as the ``ObjectError`` that names ``key``."""
-    try:
-        return request(*args, **kwargs)
-    except ApiStatusError as err:
-        raise as_object_error(key, err) from None
-    except NoSuchKind as err:
-        raise UnknownKind(str(key), str(err)) from None
+class HealthCheckError(SourceError):
+    """A health check entry that cannot be used: an input error, reported before any connection."""

@@ -18,8 +18,8 @@ from krmfn import ordering, steps
 from krmfn.duration import SECOND, format_duration
 from krmfn.kobj import annotations_of, is_list_kind, is_local_config, labels_of
 from krmfn.names import api_version_problem, kind_problem, name_problem, namespace_problem
-from krmfn.runner.applyset import APPLYSET_PREFIX, INVENTORY, MAX_JOB_RECORDS
 from krmfn.runner.errors import SourceError
+from krmfn.runner.reserved import APPLYSET_PREFIX, INVENTORY, MAX_JOB_RECORDS
 from krmfn.scopes import Scopes
 from krmfn.yaml.io import plain
 

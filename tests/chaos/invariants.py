@@ -22,9 +22,10 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import ConfigMap, Pod, Secret
 
-from krmfn.runner.applyset import PART_OF, applyset_id
-from krmfn.runner.jobs import RECREATE_ON_FAILURE, SPEC_HASH
-from krmfn.runner.lock import LOCK, Lease
+from krmfn.runner.engine.jobs import RECREATE_ON_FAILURE, SPEC_HASH
+from krmfn.runner.inventory.applyset import PART_OF, applyset_id
+from krmfn.runner.inventory.lock import Lease
+from krmfn.runner.reserved import LOCK
 
 from .renders import Doc, Render
 

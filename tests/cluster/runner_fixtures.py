@@ -33,17 +33,9 @@ from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import ConfigMap, Secret
 from lightkube.resources.rbac_authorization_v1 import Role, RoleBinding
 
-from krmfn.runner.applyset import (
-    GROUP_KINDS,
-    ID_LABEL,
-    JOB_RECORDS,
-    NAMESPACES,
-    OUTCOMES,
-    PART_OF,
-    applyset_id,
-)
-from krmfn.runner.cli import main
-from krmfn.runner.lock import LOCK
+from krmfn.runner.commands.cli import main
+from krmfn.runner.inventory.applyset import GROUP_KINDS, ID_LABEL, NAMESPACES, OUTCOMES, PART_OF, applyset_id
+from krmfn.runner.reserved import JOB_RECORDS, LOCK
 from krmfn.yaml.io import dump_all_fast
 
 from .cluster import Cluster

@@ -19,12 +19,11 @@ from lightkube.resources.core_v1 import Secret
 
 from krmfn.net.ceilings import OBJECT, Ceiling
 from krmfn.net.errors import Unreachable
-from krmfn.runner.applyset import JOB_RECORDS
-from krmfn.runner.engine import Options, Runner
-from krmfn.runner.kube import HttpApi, load_config
-from krmfn.runner.lock import LOCK
+from krmfn.runner.cluster.kube import HttpApi, load_config
+from krmfn.runner.cluster.wire import Reply
+from krmfn.runner.engine.engine import Options, Runner
 from krmfn.runner.plan import build_plan
-from krmfn.runner.wire import Reply
+from krmfn.runner.reserved import JOB_RECORDS, LOCK
 
 from .cluster import Cluster
 from .objects import annotations_of

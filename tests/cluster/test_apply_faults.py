@@ -23,11 +23,11 @@ from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import ConfigMap, Pod, Secret
 from lightkube.types import PatchType
 
-from krmfn.runner.engine import Options, Result, Runner
+from krmfn.runner.cluster.kube import HttpApi, load_config
+from krmfn.runner.engine.engine import Options, Result, Runner
 from krmfn.runner.events import Event
-from krmfn.runner.kube import HttpApi, load_config
-from krmfn.runner.lock import LOCK
 from krmfn.runner.plan import build_plan
+from krmfn.runner.reserved import LOCK
 
 from .cluster import Cluster
 from .objects import annotations_of, exists, meta, status_of

@@ -22,7 +22,7 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.core_v1 import Secret
 from lightkube.types import PatchType
 
-from krmfn.runner.api import MAX_DEPTH
+from krmfn.runner.cluster.api import MAX_DEPTH
 from krmfn.yaml.io import dump_all_fast
 
 from .crds import controller as controller_of

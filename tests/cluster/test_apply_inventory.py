@@ -15,7 +15,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import ConfigMap, Secret
 from lightkube.types import PatchType
 
-from krmfn.runner.applyset import applyset_id
+from krmfn.runner.inventory.applyset import applyset_id
 from krmfn.yaml.io import load_all_fast
 
 from .objects import annotations_of, exists, meta
@@ -198,7 +198,7 @@ def test_unreachable_api_server_is_one_clear_line(namespace: str, tmp_path: Path
     import io
     import json
 
-    from krmfn.runner.cli import main
+    from krmfn.runner.commands.cli import main
 
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(json.dumps({
@@ -304,7 +304,7 @@ def test_an_inventory_namespace_that_does_not_exist_is_named(
     import contextlib
     import io
 
-    from krmfn.runner.cli import main
+    from krmfn.runner.commands.cli import main
 
     manifest = tmp_path / "m.yaml"
     manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")

@@ -11,7 +11,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Secret
 
-from krmfn.runner.applyset import JOB_RECORDS
+from krmfn.runner.reserved import JOB_RECORDS
 
 from .cluster import wait_until
 from .objects import annotations_of, meta, pod_spec, present, status_of

@@ -20,9 +20,9 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Namespace, ServiceAccount
 
-from krmfn.runner.api import Resource
-from krmfn.runner.cli import main
-from krmfn.runner.kube import connect
+from krmfn.runner.cluster.api import Resource
+from krmfn.runner.cluster.kube import connect
+from krmfn.runner.commands.cli import main
 from krmfn.yaml.io import dump_all_fast
 
 from .cluster import wait_until

@@ -10,10 +10,10 @@ from typing import Any
 
 from lightkube.models.rbac_v1 import PolicyRule
 
-from krmfn.runner.api import Resource, WatchEvent
-from krmfn.runner.engine import Options, Runner
+from krmfn.runner.cluster.api import Resource, WatchEvent
+from krmfn.runner.cluster.kube import HttpApi, load_config
+from krmfn.runner.engine.engine import Options, Runner
 from krmfn.runner.events import Event, Status
-from krmfn.runner.kube import HttpApi, load_config
 from krmfn.runner.plan import build_plan
 
 from .cluster import Cluster

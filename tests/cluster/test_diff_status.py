@@ -19,9 +19,9 @@ from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import ConfigMap, Secret
 
 from krmfn.cli import main as krmfn_main
-from krmfn.runner.applyset import ID_LABEL, TOOLING, applyset_id
-from krmfn.runner.lock import LOCK
-from krmfn.runner.runs import LAST_PLAN, MAX_RUNS, RUNS
+from krmfn.runner.inventory.applyset import ID_LABEL, TOOLING, applyset_id
+from krmfn.runner.inventory.runs import MAX_RUNS
+from krmfn.runner.reserved import LAST_PLAN, LOCK, RUNS
 from krmfn.yaml.io import dump_all_fast
 
 from .objects import meta

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from krmfn.jobspec import IMMUTABLE_SPEC_FIELDS, MUTABLE_SPEC_FIELDS
-from krmfn.runner.api import ApiStatusError, Resource
-from krmfn.runner.kube import HttpApi, load_config
+from krmfn.runner.cluster.api import ApiStatusError, Resource
+from krmfn.runner.cluster.kube import HttpApi, load_config
 
 JOBS = Resource("batch", "v1", "Job", "jobs", True)
 # An Indexed Job that sets every field, so that each one can be changed to another valid value. Suspended:

@@ -14,7 +14,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Event, Pod
 
-from krmfn.runner.cli import main
+from krmfn.runner.commands.cli import main
 from krmfn.yaml.io import dump_all_fast
 
 from .node import RealNode

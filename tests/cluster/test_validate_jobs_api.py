@@ -25,7 +25,7 @@ from krmfn.functions.validate_jobs import RULES
 from krmfn.functions.validate_jobs.rules import check
 from krmfn.k8snames import is_subdomain
 from krmfn.net.errors import NetError
-from krmfn.runner.kube import HttpApi, load_config
+from krmfn.runner.cluster.kube import HttpApi, load_config
 
 Doc = dict[str, Any]
 Mutation = tuple[str, Callable[[Doc], None]]

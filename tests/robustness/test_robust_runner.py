@@ -30,10 +30,9 @@ from hypothesis import strategies as st
 from scripted_kube import Served, Store
 
 from krmfn.cli import main as krmfn_main
-from krmfn.runner.engine import Options, Runner
-from krmfn.runner.lock import LOCK
+from krmfn.runner.engine.engine import Options, Runner
 from krmfn.runner.plan import build_plan
-from krmfn.runner.runs import RUNS
+from krmfn.runner.reserved import LOCK, RUNS
 from krmfn.steps import STEP, STEP_INDEX, STEP_TIMEOUT
 from robustness.budget import examples
 
@@ -120,9 +119,9 @@ def run(command: list[str], json_out: bool = False) -> None:
 def cluster(monkeypatch: pytest.MonkeyPatch, raw: bytes) -> Served:
     served = Served(Store("ns"))
     served.raw = {H: raw}
-    import krmfn.runner.kube
+    import krmfn.runner.cluster.kube
 
-    monkeypatch.setattr(krmfn.runner.kube, "connect", lambda *a, **k: served.api())
+    monkeypatch.setattr(krmfn.runner.cluster.kube, "connect", lambda *a, **k: served.api())
     return served
 
 
@@ -216,7 +215,7 @@ def failed_job(served: Served, tmp: Path, raw: bytes, text: str, json_out: bool)
 
 def refused_apply(served: Served, tmp: Path, raw: bytes, text: str, json_out: bool) -> None:
     """apply: the API server refuses an object, its Status message hostile."""
-    from krmfn.runner.api import ApiStatusError
+    from krmfn.runner.cluster.api import ApiStatusError
 
     def refuse(verb: str, key: Any) -> None:
         if verb == "apply" and key.kind == "ConfigMap":

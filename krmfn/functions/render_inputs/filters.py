@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from krmfn.functions.render_inputs.engine import charge, check_defined, check_room, native, size_of, to_text
+from krmfn.functions.render_inputs.values import charge, check_defined, check_room, native, size_of, to_text
 
 
 def quote(value: Any) -> str:

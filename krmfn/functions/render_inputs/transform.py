@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from krmfn import ResourceList
-from krmfn.functions.render_inputs import engine
+from krmfn.functions.render_inputs import engine, values
 from krmfn.functions.render_inputs.config import STRING_VALUES, RenderInputsConfig
 from krmfn.kobj import Obj, is_local_config, set_scalar, walk_strings
 from krmfn.limits import Limits
@@ -61,7 +61,7 @@ def render_inputs(rl: ResourceList, config: RenderInputsConfig) -> None:
         rl.results.info("rendered 0 expression(s) in 0 resource(s)")
         return
     strings = resources = 0
-    with engine.budget(Limits.from_env()):  # one budget for the run (or the krmfn render around it)
+    with values.budget(Limits.from_env()):  # one budget for the run (or the krmfn render around it)
         for obj in rl.items:
             if is_local_config(obj):
                 continue
@@ -122,10 +122,10 @@ class _Renderer:
             return False, text
         try:
             value = engine.render(text, self.inputs)
-        except engine.BudgetExceeded as err:  # generic: quotes nothing of the expression or inputs
+        except values.BudgetExceeded as err:  # generic: quotes nothing of the expression or inputs
             self.rl.results.error(str(err), self.obj, field=path)
             raise _Spent from None
-        except engine.RenderError as err:
+        except values.RenderError as err:
             # In a Secret the expression is the Secret's value: report why, never what (nor a token
             # of it, such as an attribute or filter name).
             message = (
@@ -173,7 +173,7 @@ class _Renderer:
         changed, new = self._render(key, path)
         if not changed or new == key:
             return
-        new_key = engine.to_text(new)
+        new_key = values.to_text(new)
         if new_key in mapping:
             self.rl.results.error(f"renders to {new_key!r}, a key that already exists", self.obj, field=path)
             return

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from krmfn.functions.set_image.config import ImageField
+from krmfn.podtemplates import CONTAINER_LISTS
 
-CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
 
 # (mapping that holds the reference, its key, dotted path for results)

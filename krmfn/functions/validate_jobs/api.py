@@ -17,6 +17,7 @@ from typing import Any
 
 from krmfn.k8snames import is_label, is_subdomain
 from krmfn.numbers import whole
+from krmfn.podtemplates import TEMPLATE_CONTAINER_LISTS
 from krmfn.records import FrozenRecord
 
 RULE = "api-invalid"
@@ -258,7 +259,7 @@ def _expressions_match(selector: dict[str, Any], labels: dict[str, Any]) -> bool
 def _container_names(spec: dict[str, Any]) -> set[str]:
     pod = ((spec.get("template") or {}).get("spec")) or {}
     names = set()
-    for group in ("containers", "initContainers"):
+    for group in TEMPLATE_CONTAINER_LISTS:
         for container in pod.get(group) or []:
             if isinstance(container, dict) and isinstance(container.get("name"), str):
                 names.add(container["name"])
@@ -460,7 +461,7 @@ def _template(template: Any, path: str) -> Iterator[Problem]:
     if not isinstance(containers, list) or not containers:
         yield Problem(f"{path}.spec.containers", "Required value")
     seen: set[str] = set()
-    for group in ("containers", "initContainers"):  # the API server's order: a clash is an init's
+    for group in reversed(TEMPLATE_CONTAINER_LISTS):  # the API server's order: a clash is an init's
         for i, container in enumerate(pod.get(group) or []):
             where = f"{path}.spec.{group}[{i}]"
             name = container.get("name") if isinstance(container, dict) else None

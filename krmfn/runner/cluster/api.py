@@ -9,12 +9,19 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 from urllib.parse import quote
 
 from krmfn.errors import RunnerError
+from krmfn.runner.errors import ApplyConflict, Forbidden, InvalidObject, ObjectError, UnknownKind
+
+if TYPE_CHECKING:
+    from krmfn.runner.plan import Key
+
+T = TypeVar("T")
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True)
@@ -138,6 +145,9 @@ def _deeper_than(value: Any, limit: int) -> bool:
     return False
 
 
+LOG_LIMIT_BYTES = 64 * 1024
+"""The most of a container's log one ``Api.logs`` request asks for (``limitBytes``) and reads."""
+
 TRANSIENT = frozenset({429, 500, 502, 503, 504})
 """Answers a request (or a watch) is retried after: too many requests, the server or a proxy failing."""
 
@@ -201,5 +211,34 @@ class Api(Protocol):
         self, name: str, namespace: str, container: str, tail: int, previous: bool = False
     ) -> str | None:
         """The last ``tail`` lines of a container's log (``previous``: of its run before the last restart),
-        or None when the node does not serve them."""
+        or None when the node does not serve them; at most ``LOG_LIMIT_BYTES`` of it."""
         ...
+
+
+def as_object_error(key: Key, err: ApiStatusError) -> ObjectError:
+    cause = err.message or f"{err.code} {err.reason}"
+    if err.code == 422:
+        return InvalidObject(str(key), f"invalid: {cause}", err.code)
+    if err.code == 403:
+        return Forbidden(str(key), f"forbidden: {cause}", err.code)
+    if err.code == 409 and err.reason == "Conflict" and "conflict" in cause.lower():
+        return ApplyConflict(str(key), f"{cause} (pass --force-conflicts to take the fields over)", err.code)
+    if err.code == 404 and key.namespace and err.message.startswith(f'namespaces "{key.namespace}"'):
+        return ObjectError(
+            str(key),
+            f"namespace {key.namespace} does not exist; add the Namespace to this step or an earlier one",
+            err.code,
+        )
+    if err.code == 404:
+        return ObjectError(str(key), f"not found: {cause}", err.code)
+    return ObjectError(str(key), f"{cause}", err.code)
+
+
+def call(key: Key, request: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """``request(*args, **kwargs)`` with its API errors as the ``ObjectError`` that names ``key``."""
+    try:
+        return request(*args, **kwargs)
+    except ApiStatusError as err:
+        raise as_object_error(key, err) from None
+    except NoSuchKind as err:
+        raise UnknownKind(str(key), str(err)) from None

@@ -17,15 +17,23 @@ from typing import Any
 
 from krmfn.kobj import annotations_of
 from krmfn.names import name_problem
-from krmfn.runner import jobs
-from krmfn.runner.api import Api, NoSuchKind, Resource
-from krmfn.runner.applyset import Parent, as_member
-from krmfn.runner.diff import Action, Change, action_of, comparable, file_name, masked, without_invented
-from krmfn.runner.errors import InventoryError, NoInventory, ObjectError, UnknownKind, call
-from krmfn.runner.members import foreign_inventory, list_members
-from krmfn.runner.parallel import DEFAULT_CONCURRENCY, in_order
+from krmfn.runner.cluster.api import Api, NoSuchKind, Resource, call
+from krmfn.runner.engine import jobs
+from krmfn.runner.engine.diff import (
+    Action,
+    Change,
+    action_of,
+    comparable,
+    file_name,
+    masked,
+    without_invented,
+)
+from krmfn.runner.engine.parallel import DEFAULT_CONCURRENCY, in_order
+from krmfn.runner.errors import InventoryError, NoInventory, ObjectError, UnknownKind
+from krmfn.runner.inventory.applyset import Parent, as_member
+from krmfn.runner.inventory.members import foreign_inventory, list_members
+from krmfn.runner.inventory.prune import is_parent, kept_because
 from krmfn.runner.plan import Item, Key, Plan, Step, key_of
-from krmfn.runner.prune import is_parent, kept_because
 
 
 @dataclass(frozen=True)

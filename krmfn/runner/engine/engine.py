@@ -22,9 +22,10 @@ import krmfn
 from krmfn.errors import DEBUG_ENV, RunnerError
 from krmfn.kobj import annotations_of
 from krmfn.net.budget import Budget
-from krmfn.runner import joblogs, jobs
-from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
-from krmfn.runner.applyset import JobRecord, Outcome, Parent, as_member
+from krmfn.runner.cluster.api import Api, ApiStatusError, NoSuchKind, Resource, as_object_error, call
+from krmfn.runner.engine import joblogs, jobs
+from krmfn.runner.engine.parallel import DEFAULT_CONCURRENCY, groups, in_order
+from krmfn.runner.engine.waiter import Watched, Watcher
 from krmfn.runner.errors import (
     InternalError,
     Interrupted,
@@ -36,8 +37,6 @@ from krmfn.runner.errors import (
     StepFailed,
     StepTimeout,
     UnknownKind,
-    as_object_error,
-    call,
 )
 from krmfn.runner.events import (
     Apply,
@@ -50,16 +49,15 @@ from krmfn.runner.events import (
     Wait,
 )
 from krmfn.runner.events import Inventory as InventoryEvent
-from krmfn.runner.healthexprs import HealthChecks
-from krmfn.runner.inventory import Inventory
-from krmfn.runner.lock import LEASE
-from krmfn.runner.members import foreign_inventory, list_members
-from krmfn.runner.parallel import DEFAULT_CONCURRENCY, groups, in_order
+from krmfn.runner.health.healthexprs import HealthChecks
+from krmfn.runner.health.status import Health, health
+from krmfn.runner.inventory.applyset import JobRecord, Outcome, Parent, as_member
+from krmfn.runner.inventory.inventory import Inventory
+from krmfn.runner.inventory.lock import LEASE
+from krmfn.runner.inventory.members import foreign_inventory, list_members
+from krmfn.runner.inventory.prune import prune, uid_of
+from krmfn.runner.inventory.runs import RunLog
 from krmfn.runner.plan import Item, Key, Plan, Step, key_of
-from krmfn.runner.prune import prune, uid_of
-from krmfn.runner.runs import RunLog
-from krmfn.runner.status import Health, health
-from krmfn.runner.waiter import Watched, Watcher
 
 T = TypeVar("T")
 P = ParamSpec("P")

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from krmfn.runner.api import Api, NoSuchKind, Resource
-from krmfn.runner.applyset import PART_OF, Parent
+from krmfn.runner.cluster.api import Api, NoSuchKind, Resource
+from krmfn.runner.inventory.applyset import PART_OF, Parent
 from krmfn.runner.plan import Key
 
 Call = Callable[..., Any]

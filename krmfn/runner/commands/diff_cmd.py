@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from krmfn.errors import DEBUG_ENV, RunnerError, internal_error
-from krmfn.runner.diff import CHANGES, Change, as_yaml, patch_of, unified
+from krmfn.runner.engine.diff import CHANGES, Change, as_yaml, patch_of, unified
 from krmfn.terminal import write_line
 
 if TYPE_CHECKING:
-    from krmfn.runner.api import Api
-    from krmfn.runner.differ import Failure
+    from krmfn.runner.cluster.api import Api
+    from krmfn.runner.engine.differ import Failure
 
 EXIT_CHANGES = 1
 EXIT_ERROR = 2
@@ -55,30 +55,27 @@ def run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argpar
 
 def _run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argparse.Namespace], Api]) -> int:
     from krmfn.net.budget import Budget
-    from krmfn.runner.cli import _identity, _make_plan, interruptible
-    from krmfn.runner.differ import Differ, DiffOptions, Failure
-    from krmfn.runner.plan import check_applyset
+    from krmfn.runner.commands.context import RunContext, interruptible
+    from krmfn.runner.engine.differ import Differ, DiffOptions, Failure
 
+    run = RunContext(args, docs)
     try:
-        plan = _make_plan(args, docs, args.namespace or "default")
-        identity = _identity(args, docs)
-        check_applyset(plan, identity.name, args.namespace)
+        run.check_input()
     except RunnerError as err:
         _fail(err)
         return EXIT_ERROR
     args.budget = budget = Budget(args.timeout)
     try:
-        api = api_factory(args)
+        api = run.connect(api_factory)
     except RunnerError as err:
         _fail(err)
         return EXIT_ERROR
     try:
         with interruptible(budget):
-            namespace = args.namespace or api.default_namespace
-            plan = _make_plan(args, docs, namespace)
-            check_applyset(plan, identity.name, namespace)
+            plan = run.settle()
+            identity = run.inventory
             options = DiffOptions(
-                applyset=identity.name, applyset_source=identity.source, namespace=namespace,
+                applyset=identity.name, applyset_source=identity.source, namespace=run.namespace,
                 field_manager=args.field_manager, force_conflicts=args.force_conflicts, prune=args.prune,
                 adopt=args.adopt, prune_namespaces=args.prune_namespaces, prune_crds=args.prune_crds,
                 allow_empty=args.allow_empty,
@@ -105,9 +102,7 @@ def _run(args: argparse.Namespace, docs: list[Any], api_factory: Callable[[argpa
         _fail("interrupted; nothing was written")
         return 128 + (budget.signum or signal.SIGINT)
     finally:
-        close = getattr(api, "close", None)
-        if close is not None:
-            close()
+        run.close()
     return _finish(args, changes, failures)
 
 

@@ -28,20 +28,15 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from krmfn.errors import RunnerError
 from krmfn.numbers import whole
-from krmfn.runner.api import parse_json
+from krmfn.runner.cluster.api import parse_json
 from krmfn.runner.errors import Interrupted, RunTimeout, StepTimeout
 from krmfn.runner.events import Event, StepDone
 from krmfn.terminal import cut
 
-if TYPE_CHECKING:
-    from krmfn.runner.applyset import Parent
-
-RUNS = "krmfn.dev/runs"
-LAST_PLAN = "krmfn.dev/last-plan"
 MAX_RUNS = 10
 MAX_RUN_BYTES = 2048
 MAX_ERROR = 400
@@ -203,6 +198,14 @@ def decode_plan(text: str) -> tuple[int, set[str] | None]:
     return count, names
 
 
+class Holder(Protocol):
+    """Where the records live: the ApplySet parent (applyset.Parent), named by what it holds so that
+    this module, which the parent imports, does not import it back."""
+
+    runs: list[RunRecord]
+    last_plan: str
+
+
 class RunLog:
     """Keeps the record of the current run on the parent the engine writes: started when the lock is
     taken (the same write), ended with the run's outcome and its steps (the last write). The steps are
@@ -221,7 +224,7 @@ class RunLog:
         """Steps done so far: put in the record when the run ends, so a step adds no inventory write."""
         self.record: RunRecord | None = None
 
-    def start(self, parent: Parent, objects: list[str]) -> None:
+    def start(self, parent: Holder, objects: list[str]) -> None:
         """Adds this run's record to ``parent``, once: taking the lock may read back a parent that a
         first attempt of this very write already stored (its answer lost, the retry refused)."""
         self.record = RunRecord(self._id, timestamp(self._now()))

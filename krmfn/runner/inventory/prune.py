@@ -13,13 +13,15 @@ from typing import Any
 
 from krmfn.kobj import annotations_of, labels_of
 from krmfn.names import name_problem
-from krmfn.runner import jobs
-from krmfn.runner.api import Api, NoSuchKind, Resource
-from krmfn.runner.applyset import ID_LABEL, PART_OF, Parent
+from krmfn.runner.cluster.api import Api, NoSuchKind, Resource
 from krmfn.runner.errors import InventoryError, ObjectError
 from krmfn.runner.events import Event, Prune
+from krmfn.runner.inventory.applyset import ID_LABEL, PART_OF, Parent
 from krmfn.runner.plan import Key, Plan, key_of, kind_rank
 from krmfn.steps import index_of
+
+PRUNE = "krmfn.dev/prune"
+"""``disabled`` on a member: never pruned when it leaves the rendered set (docs/annotations.md)."""
 
 # Kinds whose deletion deletes much more than themselves: pruned only when asked for by name.
 GUARDED = {
@@ -50,8 +52,8 @@ def kept_because(obj: dict[str, Any], options: Any) -> str | None:
     """Why a member no longer rendered is kept, or None when it is pruned. ``options``: the run's
     (``prune_namespaces``, ``prune_crds``)."""
     key = key_of(obj)
-    if str(annotations_of(obj).get(jobs.PRUNE, "")).lower() == "disabled":
-        return f"{jobs.PRUNE}: disabled"
+    if str(annotations_of(obj).get(PRUNE, "")).lower() == "disabled":
+        return f"{PRUNE}: disabled"
     guard = GUARDED.get((key.group, key.kind))
     if guard is not None and not getattr(options, guard[0]):
         return f"no longer rendered, but {guard[2]}: pass {guard[1]} to prune it"

@@ -2,10 +2,10 @@
 
 A failed migration's last lines usually say why it failed; they are fetched once, when the Job is judged
 failed, for the latest failed containers (``MAX_CONTAINERS``), ``--log-lines`` lines each (0: none). Log
-text is hostile: a line is cut at ``MAX_LINE`` characters and a request asks for at most ``LIMIT_BYTES``
-(and only the last ``LIMIT_BYTES`` characters of what comes back are read, whatever the server sent), so
-a container that logs one huge line cannot flood the error; the text printer escapes what remains
-(terminal.py), ``-o json`` carries the lines as JSON strings.
+text is hostile: a line is cut at ``MAX_LINE`` characters and a request asks for at most
+``LOG_LIMIT_BYTES`` (api.py; only the last that many characters of what comes back are read, whatever
+the server sent), so a container that logs one huge line cannot flood the error; the text printer
+escapes what remains (terminal.py), ``-o json`` carries the lines as JSON strings.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from krmfn.runner.jobs import PodProblem
+from krmfn.runner.cluster.api import LOG_LIMIT_BYTES
+from krmfn.runner.engine.jobs import PodProblem
 
 DEFAULT_LINES = 20
 MAX_CONTAINERS = 3
 MAX_LINE = 512
-LIMIT_BYTES = 64 * 1024
 FetchLogs = Callable[[str, str, int, bool], "str | None"]
 """(pod, container, lines, previous) -> the log text, or None when the node does not serve it."""
 
@@ -41,9 +41,9 @@ def last_lines(text: str, count: int) -> tuple[str, ...]:
     ``\\n`` only, as a container wrote them: a ``\\r`` inside stays, for the printer to show escaped."""
     if count <= 0:
         return ()
-    # The bound holds even where the server ignores limitBytes: the last LIMIT_BYTES characters only (the
+    # The bound holds even where the server ignores limitBytes: the last LOG_LIMIT_BYTES characters only (the
     # first line may then start mid-line, as one cut by limitBytes ends mid-line).
-    lines = [line.removesuffix("\r") for line in text[-LIMIT_BYTES:].split("\n") if line.strip()]
+    lines = [line.removesuffix("\r") for line in text[-LOG_LIMIT_BYTES:].split("\n") if line.strip()]
     return tuple(
         line if len(line) <= MAX_LINE else line[:MAX_LINE] + f"... ({len(line) - MAX_LINE} more characters)"
         for line in lines[-count:]

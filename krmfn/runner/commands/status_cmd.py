@@ -21,10 +21,10 @@ from krmfn.cliargs import CommandParser
 from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import RunnerError
 from krmfn.kobj import annotations_of
-from krmfn.runner.applyset import TOOLING, Parent
-from krmfn.runner.cli import _duration, interruptible
-from krmfn.runner.runs import RunRecord, decode_plan
-from krmfn.runner.status import Health, health
+from krmfn.runner.commands.context import RunContext, duration, interruptible
+from krmfn.runner.health.status import Health, health
+from krmfn.runner.inventory.applyset import TOOLING, Parent
+from krmfn.runner.inventory.runs import RunRecord, decode_plan
 from krmfn.steps import STEP, UNSTEPPED, index_of
 from krmfn.terminal import write_line, write_lines
 
@@ -71,12 +71,12 @@ def parser() -> argparse.ArgumentParser:
                    help="text, or one JSON object (docs/runner.md#krmfn-status)")  # fmt: skip
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context (default: its current-context)")
-    p.add_argument("--retry-timeout", type=_duration, default=30.0, metavar="DURATION",
+    p.add_argument("--retry-timeout", type=duration, default=30.0, metavar="DURATION",
                    help="how long one request retries connection errors, 429 and 5xx answers "
                    "(default 30s)")  # fmt: skip
     p.add_argument(
         "--timeout",
-        type=_duration,
+        type=duration,
         default=0.0,
         metavar="DURATION",
         help="bound the whole command, every request in flight included (default: none)",
@@ -124,17 +124,20 @@ def main(argv: list[str]) -> int:
         _fail(err)
         return EXIT_USAGE
     from krmfn.net.budget import Budget
-    from krmfn.runner.kube import connect
+    from krmfn.runner.cluster.kube import connect
 
     budget = Budget(args.timeout)
+    run = RunContext(args, [])  # the inventory named by _name: status makes no plan
     try:
-        api = connect(args.kubeconfig, args.context, retry_budget=args.retry_timeout, budget=budget)
+        api = run.connect(
+            lambda a: connect(a.kubeconfig, a.context, retry_budget=a.retry_timeout, budget=budget)
+        )
     except RunnerError as err:
         _fail(err)
         return EXIT_UNHEALTHY
     try:
         with interruptible(budget):
-            report = collect(api, name, args.namespace or api.default_namespace)
+            report = collect(api, name, run.settle_namespace())
     except RunnerError as err:
         _fail(err)
         return EXIT_UNHEALTHY
@@ -142,7 +145,7 @@ def main(argv: list[str]) -> int:
         _fail("interrupted")
         return 128 + (budget.signum or signal.SIGINT)
     finally:
-        api.close()
+        run.close()
     if args.output == "json":
         sys.stdout.write(json.dumps(report_data(report, args.history), separators=(",", ":")) + "\n")
     else:
@@ -161,7 +164,7 @@ def _name(args: argparse.Namespace) -> str:
         return str(args.applyset)
     if not args.filename and not args.kustomize:
         raise SourceError("name the inventory: --applyset NAME, or -f/-k with the rendered app")
-    from krmfn.runner.identity import identify
+    from krmfn.runner.inventory.identity import identify
     from krmfn.runner.source import kustomize_build, read_files
 
     if args.kustomize:
@@ -176,10 +179,10 @@ def _name(args: argparse.Namespace) -> str:
 
 def collect(api: Any, name: str, namespace: str, now: datetime | None = None) -> Report:
     """Reads the parent and its members (GET and LIST only) into a report."""
-    from krmfn.runner.differ import read_parent
-    from krmfn.runner.errors import call
-    from krmfn.runner.inventory import lease_of
-    from krmfn.runner.members import list_members
+    from krmfn.runner.cluster.api import call
+    from krmfn.runner.engine.differ import read_parent
+    from krmfn.runner.inventory.inventory import lease_of
+    from krmfn.runner.inventory.members import list_members
     from krmfn.runner.plan import key_of
 
     now = now or datetime.now(UTC)
@@ -224,7 +227,7 @@ def _step_order(obj: dict[str, Any]) -> int:
 
 
 def _job_detail(parent: Parent, ref: str, job: dict[str, Any]) -> str:
-    from krmfn.runner.jobs import SPEC_HASH
+    from krmfn.runner.engine.jobs import SPEC_HASH
 
     record = parent.jobs.get(ref)
     run = str(annotations_of(job).get(SPEC_HASH, ""))

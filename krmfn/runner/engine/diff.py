@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from krmfn.podtemplates import CONTAINER_LISTS
 from krmfn.yaml.io import dump_fast
 
 Action = Literal["create", "update", "delete", "unchanged"]
@@ -133,7 +134,7 @@ def _pod_spec(spec: dict[Any, Any], wanted: dict[Any, Any]) -> dict[Any, Any]:
     out = dict(spec)
     if "volumes" in spec:
         out["volumes"] = [v for v in _list(spec["volumes"]) if not invented(v)]
-    for group in ("initContainers", "containers", "ephemeralContainers"):
+    for group in CONTAINER_LISTS:
         if isinstance(spec.get(group), list):
             out[group] = [_container(c, invented) for c in spec[group]]
     return {k: v for k, v in out.items() if v != [] or spec.get(k) == []}

@@ -34,7 +34,8 @@ from krmfn.net.errors import NetError, Stopped, TimedOut, TooLarge, Unreachable
 from krmfn.net.urls import redact
 from krmfn.net.wire import Transport
 from krmfn.numbers import whole
-from krmfn.runner.api import (
+from krmfn.runner.cluster.api import (
+    LOG_LIMIT_BYTES,
     TRANSIENT,
     ApiStatusError,
     NoSuchKind,
@@ -45,10 +46,9 @@ from krmfn.runner.api import (
     parse_json,
     segment,
 )
+from krmfn.runner.cluster.kubeconfig import GuardedAuth, auth_description, load_config, safe_reason
+from krmfn.runner.cluster.wire import MAX_ERROR_BODY, Reply, ServerWire, server_pool
 from krmfn.runner.errors import AnswerTooLarge, ClusterUnreachable, Interrupted, KubeconfigError
-from krmfn.runner.joblogs import LIMIT_BYTES as LOG_LIMIT_BYTES
-from krmfn.runner.kubeconfig import GuardedAuth, auth_description, load_config, safe_reason
-from krmfn.runner.wire import MAX_ERROR_BODY, Reply, ServerWire, server_pool
 
 __all__ = ["APPLY_PATCH", "HttpApi", "connect", "field_value", "load_config"]
 
@@ -281,8 +281,8 @@ class HttpApi:
         self, name: str, namespace: str, container: str, tail: int, previous: bool = False
     ) -> str | None:
         """The last lines of a container's log, or None when the node does not serve logs."""
-        # limitBytes: a container that logs one huge line must not make the error (or this run) huge;
-        # a server that ignores it is read as if it had not (the first LIMIT_BYTES, krmfn/net/ceilings.py).
+        # limitBytes: a container that logs one huge line must not make the error (or this run) huge; a
+        # server that ignores it is read as if it had not (the first LOG_LIMIT_BYTES; krmfn/net/ceilings.py).
         params = {"container": container, "tailLines": str(tail), "limitBytes": str(LOG_LIMIT_BYTES)}
         if previous:
             params["previous"] = "true"

@@ -31,10 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from krmfn.numbers import whole
-from krmfn.runner.api import parse_json
+from krmfn.runner.cluster.api import parse_json
 from krmfn.terminal import cut
 
-LOCK = "krmfn.dev/lock"
 LEASE = 60.0
 RENEW = LEASE / 4
 _TIME = "%Y-%m-%dT%H:%M:%SZ"

@@ -18,22 +18,15 @@ from typing import Any, Literal
 
 from krmfn.names import dns_subdomain_problem, kind_problem, namespace_problem
 from krmfn.runner.errors import InventoryError
-from krmfn.runner.lock import LOCK
-from krmfn.runner.runs import LAST_PLAN, RUNS, RunRecord, parse_runs, render_runs
+from krmfn.runner.inventory.runs import RunRecord, parse_runs, render_runs
+from krmfn.runner.reserved import JOB_RECORDS, LAST_PLAN, LEGACY_COMPLETED_JOBS, RUNS
 
 ID_LABEL = "applyset.kubernetes.io/id"
 PART_OF = "applyset.kubernetes.io/part-of"
 TOOLING = "applyset.kubernetes.io/tooling"
 GROUP_KINDS = "applyset.kubernetes.io/contains-group-kinds"
 NAMESPACES = "applyset.kubernetes.io/additional-namespaces"
-JOB_RECORDS = "krmfn.dev/jobs"
-LEGACY_COMPLETED_JOBS = "krmfn.dev/completed-jobs"
-"""What krmfn 0.1 recorded (``namespace/name=<hash of the whole spec>`` of completed Jobs): read, then
-replaced by ``JOB_RECORDS`` on the next write."""
 TOOL = "krmfn"
-MAX_JOB_RECORDS = 1000
-"""At most ~170 bytes per record (namespace and name of at most 63 characters each, a 32-character hash):
-1000 of them stay under 170 KiB of the 256 KiB all annotations of an object may take."""
 
 Outcome = Literal["completed", "failed", "started"]
 OUTCOMES: tuple[Outcome, ...] = ("completed", "failed", "started")
@@ -50,12 +43,6 @@ class JobRecord:
 
     def render(self) -> str:
         return f"{self.spec_hash}:{self.outcome}"
-
-
-APPLYSET_PREFIX = "applyset.kubernetes.io/"
-"""Every ApplySet label and annotation (KEP-3659) starts so; only the runner writes them."""
-INVENTORY = frozenset({JOB_RECORDS, LEGACY_COMPLETED_JOBS, LOCK, RUNS, LAST_PLAN})
-"""krmfn's own annotations of the parent."""
 
 
 def applyset_id(name: str, namespace: str, kind: str = "Secret", group: str = "") -> str:

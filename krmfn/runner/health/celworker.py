@@ -4,8 +4,8 @@ its time.
 cel-cpp bounds the iterations of one evaluation (10,000 comprehension steps) but not its memory: a short
 expression can grow a string past any limit (``'xxxxxxxxxx'.replace('', 'xxxxxxxxxx')`` is eleven times
 longer, and the calls chain), and the values it reads come from the cluster. A C++ call cannot be stopped
-in the runner's own process, so evaluations run in one child (``python -m krmfn.runner.celworker``) with
-an address-space limit (``MEMORY``) and a time limit per evaluation (``SECONDS``). An evaluation that
+in the runner's own process, so evaluations run in one child (``python -m krmfn.runner.health.celworker``)
+with an address-space limit (``MEMORY``) and a time limit per evaluation (``SECONDS``). An evaluation that
 passes either fails its object, naming the expression and the limit, and the next one starts a new child.
 
 Protocol, one JSON line each way: ``{"expr": text, "obj": object}`` -> ``{"bool": b}``, ``{"type": name}``
@@ -21,7 +21,10 @@ import select
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from typing import IO, Any
+
+from krmfn.runner.errors import HealthCheckError
 
 MEMORY = 1 << 30
 """Bytes of address space for the child (Python and cel-cpp take ~0.3 GiB of it)."""
@@ -71,7 +74,7 @@ class Worker:
         session of its own, so that Ctrl-C or a CI's signal to the group reaches only the runner, which
         stops cleanly (and may still judge); the child ends when its input does, or is killed."""
         child = subprocess.Popen(
-            [sys.executable, "-m", "krmfn.runner.celworker", str(self.memory)],
+            [sys.executable, "-m", "krmfn.runner.health.celworker", str(self.memory)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
         self._child = child
@@ -95,12 +98,76 @@ class Worker:
             self._stop()
 
 
+Evaluate = Callable[[dict[str, Any]], bool]
+"""True or False; raises NotBool for a result of another type, EvaluationError when it cannot be had."""
+
+
+class CompileError(Exception):
+    pass
+
+
+class EvaluationError(Exception):
+    pass
+
+
+class NotBool(Exception):
+    """The expression's result is not a bool; the message is the type's name (``str``)."""
+
+
+def compile_in_process() -> Callable[[str], Evaluate]:
+    """A compile function on a CEL environment like Flux's: the optional types, strings and encoders
+    extensions; no declared variables (an expression is parsed, not type-checked, so any top-level field
+    of an object can be named). Its evaluations run in this process: the worker's."""
+    try:
+        from cel_expr_python import cel  # only when there are expressions: the library is an extra
+        from cel_expr_python.ext import ext_encoders, ext_optional, ext_strings
+    except ImportError:
+        raise HealthCheckError(
+            "health checks need the CEL library: pip install 'krmfn[cel]' (cel-expr-python)"
+        ) from None
+    env = cel.NewEnv(
+        extensions=[ext_strings.ExtStrings(), ext_optional.ExtOptional(), ext_encoders.ExtEncoders()]
+    )
+
+    def compile_(text: str) -> Evaluate:
+        try:
+            program = env.compile(text, disable_check=True)
+        except Exception as err:  # cel-cpp reports every parse error as a RuntimeError
+            raise CompileError(one_line(str(err))) from None
+
+        def evaluate(obj: dict[str, Any]) -> bool:
+            try:
+                value = program.eval(data=obj)
+                kind = value.type()
+                if kind == cel.Type.ERROR:
+                    raise EvaluationError(one_line(str(value.value())))
+            except EvaluationError:
+                raise
+            except Exception as err:  # a value CEL cannot hold (an integer beyond 64 bits), ...
+                raise EvaluationError(one_line(f"{type(err).__name__}: {err}")) from None
+            if kind != cel.Type.BOOL:
+                raise NotBool(type(value.plain_value()).__name__)
+            return bool(value.value())
+
+        return evaluate
+
+    return compile_
+
+
+def one_line(text: str) -> str:
+    """cel-cpp's messages span lines (the expression again, a caret under the column, a status code);
+    the position and the reason are what matter, on one line."""
+    for code in ("INVALID_ARGUMENT", "NOT_FOUND", "UNKNOWN"):
+        text = text.removeprefix(f"{code}: ").removesuffix(f" [{code}]")
+    lines = [line.strip() for line in text.splitlines()]
+    flat = " ".join(line for line in lines if line and not line.startswith("|"))
+    return flat if len(flat) <= 300 else flat[:297] + "..."
+
+
 def serve(memory: int, requests: IO[str], answers: IO[str]) -> None:
     """The child's side: answers each request line until its input ends."""
     with contextlib.suppress(ValueError, OSError):  # a system without RLIMIT_AS (macOS): time limit only
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    from krmfn.runner.healthexprs import NotBool, compile_in_process
-
     compile_ = compile_in_process()
     programs: dict[str, Any] = {}
     answers.write("{}\n")  # ready

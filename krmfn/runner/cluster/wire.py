@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from krmfn.net.budget import Budget, Timer
 from krmfn.net.ceilings import OBJECT, Ceiling
 from krmfn.net.wire import Pool, Request, Response, Transport
-from krmfn.runner.api import parse_json
+from krmfn.runner.cluster.api import parse_json
 from krmfn.runner.errors import KubeconfigError
 
 MAX_ERROR_BODY = 1024 * 1024

@@ -33,7 +33,7 @@ from krmfn.runner.plan import Plan, Step
 from krmfn.terminal import clear_lines, fit, lines_text, safe_line, write_line
 
 if TYPE_CHECKING:
-    from krmfn.runner.engine import Result
+    from krmfn.runner.engine.engine import Result
 
 
 def seconds(value: float) -> str:

@@ -8,53 +8,36 @@ reported before they load.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from krmfn import interrupts
 from krmfn.cliargs import CommandParser
 from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
-from krmfn.duration import SECOND, parse_duration
 from krmfn.errors import EXIT_INTERNAL, RunnerError
 from krmfn.numbers import whole
+from krmfn.runner.commands.context import RunContext, duration
+from krmfn.runner.commands.printers import make_printer, plan_data, plan_lines
+from krmfn.runner.engine.joblogs import DEFAULT_LINES
+from krmfn.runner.engine.parallel import DEFAULT_CONCURRENCY
 from krmfn.runner.errors import InternalError, Interrupted, SourceError
 from krmfn.runner.events import Error
-from krmfn.runner.identity import Identity, identify
-from krmfn.runner.joblogs import DEFAULT_LINES
-from krmfn.runner.parallel import DEFAULT_CONCURRENCY
-from krmfn.runner.plan import Plan, build_plan, check_applyset
-from krmfn.runner.printers import make_printer, plan_data, plan_lines
+from krmfn.runner.plan import check_applyset
 from krmfn.runner.source import kustomize_build, read_files
-from krmfn.stream import describe, no_objects
 from krmfn.terminal import cut, write_line, write_lines
 
 if TYPE_CHECKING:
-    from krmfn.net.budget import Budget
-    from krmfn.runner.api import Api
-    from krmfn.runner.engine import Result
-    from krmfn.runner.healthexprs import HealthChecks
+    from krmfn.runner.cluster.api import Api
+    from krmfn.runner.engine.engine import Result
+    from krmfn.runner.health.healthexprs import HealthChecks
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 ApiFactory = Callable[[argparse.Namespace], "Api"]
-SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-
-
-def _duration(text: str) -> float:
-    try:
-        nanos = parse_duration(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    if nanos <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return nanos / SECOND
 
 
 MAX_LOG_LINES = 1000
@@ -165,15 +148,15 @@ def parser(command: str) -> argparse.ArgumentParser:
                    help="accept an input without objects (refused by default: a failed render gives one)"
                    + ("; with prune, every member of the inventory is deleted" if command in ("apply", "diff")
                       else ""))  # fmt: skip
-    p.add_argument("--step-timeout", type=_duration, default=300.0, metavar="DURATION",
+    p.add_argument("--step-timeout", type=duration, default=300.0, metavar="DURATION",
                    help="timeout of a step none of whose objects has krmfn.dev/step-timeout "
                    "(default 5m)")  # fmt: skip
     if command == "apply":
-        p.add_argument("--timeout", type=_duration, default=0.0, metavar="DURATION",
+        p.add_argument("--timeout", type=duration, default=0.0, metavar="DURATION",
                        help="bound the whole run, lock wait and prune included, every request in flight "
                        "too (default: none; each step keeps its own timeout within it)")  # fmt: skip
     if command == "diff":
-        p.add_argument("--timeout", type=_duration, default=0.0, metavar="DURATION",
+        p.add_argument("--timeout", type=duration, default=0.0, metavar="DURATION",
                        help="bound the whole diff, every request in flight included (default: "
                        "none)")  # fmt: skip
     if command in ("plan", "apply"):
@@ -191,7 +174,7 @@ def parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context (default: its current-context)")
     if command in ("apply", "diff"):
-        p.add_argument("--retry-timeout", type=_duration, default=30.0, metavar="DURATION",
+        p.add_argument("--retry-timeout", type=duration, default=30.0, metavar="DURATION",
                        help="how long one request retries connection errors, 429 and 5xx answers "
                        "(default 30s)")  # fmt: skip
     if command == "apply":
@@ -230,7 +213,7 @@ def parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("--log-lines", type=_log_lines, default=DEFAULT_LINES, metavar="N",
                        help="last log lines of each failed container of a failed Job, in the error and "
                        f"the status event (default {DEFAULT_LINES}; 0: none)")  # fmt: skip
-        p.add_argument("--wait-for-lock", type=_duration, default=0.0, metavar="DURATION",
+        p.add_argument("--wait-for-lock", type=duration, default=0.0, metavar="DURATION",
                        help="wait this long for another run on the same inventory to finish "
                        "(default: fail at once)")  # fmt: skip
     return p
@@ -239,27 +222,10 @@ def parser(command: str) -> argparse.ArgumentParser:
 def _api_from_args(args: argparse.Namespace) -> Api:
     """The cluster of the kubeconfig; its requests honour ``args.budget`` (the command's deadline and
     signals), which the command sets before it connects."""
-    from krmfn.runner.kube import connect
+    from krmfn.runner.cluster.kube import connect
 
     budget = getattr(args, "budget", None)
     return connect(args.kubeconfig, args.context, retry_budget=args.retry_timeout, budget=budget)
-
-
-@contextlib.contextmanager
-def interruptible(budget: Budget) -> Iterator[None]:
-    """For a command that only reads (diff, status): SIGINT and SIGTERM raise ``KeyboardInterrupt`` in the
-    main thread, which ends a request blocked there at once; ``budget.signum`` says which signal came."""
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        budget.stop(signum)
-        raise KeyboardInterrupt
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in interrupts.SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _fail(command: str, err: RunnerError | str) -> None:
@@ -294,7 +260,7 @@ def main(argv: list[str], api_factory: ApiFactory = _api_from_args) -> int:
         _fail(command, err)
         return EXIT_USAGE
     if command == "diff":
-        from krmfn.runner import diff_cmd
+        from krmfn.runner.commands import diff_cmd
 
         return diff_cmd.run(args, docs, api_factory)
     if command == "plan" or args.dry_run == "client":
@@ -302,37 +268,19 @@ def main(argv: list[str], api_factory: ApiFactory = _api_from_args) -> int:
     return _apply(args, docs, api_factory)
 
 
-def _make_plan(args: argparse.Namespace, docs: list[Any], namespace: str) -> Plan:
-    plan = build_plan(docs, namespace=namespace, default_timeout=args.step_timeout, wait=args.wait)
-    if not plan.items and not args.allow_empty:
-        raise SourceError(_empty(args))
-    return plan
-
-
-def _empty(args: argparse.Namespace) -> str:
-    """An input without objects is what a failed render gives a pipe: applied, it would prune the whole
-    app, so it is refused. Only plan and diff, which write nothing, name the flag that accepts it: apply
-    never suggests a flag that deletes everything (docs/runner.md#an-empty-input)."""
-    named = f"kustomize build {args.kustomize}" if args.kustomize else describe(args.filename)
-    text = no_objects(named)
-    if args.command == "apply":
-        return text + "; nothing was applied and nothing pruned"
-    return text + "; if an app without objects is meant, pass --allow-empty"
-
-
 def _health_checks(args: argparse.Namespace, docs: list[Any]) -> HealthChecks:
     """Every health check expression compiled, before any connection (an input error otherwise)."""
-    from krmfn.runner.healthexprs import load
+    from krmfn.runner.health.healthexprs import load
 
     return load(args.health_checks, docs)
 
 
 def _plan(args: argparse.Namespace, docs: list[Any]) -> int:
-    namespace = args.namespace or _kubeconfig_namespace(args)
     try:
-        plan = _make_plan(args, docs, namespace)
+        context = RunContext(args, docs)
+        plan = context.offline()
         if args.command == "plan" and args.applyset is not None:
-            check_applyset(plan, args.applyset, namespace)
+            check_applyset(plan, args.applyset, context.namespace)
         _health_checks(args, docs)
     except RunnerError as err:
         _fail("plan", err)
@@ -346,42 +294,13 @@ def _plan(args: argparse.Namespace, docs: list[Any]) -> int:
     return 0
 
 
-def _kubeconfig_namespace(args: argparse.Namespace) -> str:
-    """The context's namespace when a kubeconfig is readable, else "default": a plan never needs the
-    cluster, so it reads this one field itself (kube.load_config's lookup order) without lightkube."""
-    from krmfn.errors import InputError
-    from krmfn.yaml.io import load_all_fast
-
-    path = args.kubeconfig or next((p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p), "")
-    file = Path(path) if path else Path.home() / ".kube" / "config"
-    try:
-        config = next(iter(load_all_fast(file.read_text())), None)
-    except FileNotFoundError:
-        try:
-            return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or "default"
-        except OSError:
-            return "default"
-    except (OSError, UnicodeDecodeError, InputError):
-        return "default"
-    if not isinstance(config, dict):
-        return "default"
-    name = args.context or config.get("current-context")
-    for entry in config.get("contexts") or []:
-        if isinstance(entry, dict) and entry.get("name") == name:
-            namespace = (entry.get("context") or {}).get("namespace")
-            return str(namespace) if namespace else "default"
-    return "default"
-
-
 def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -> int:
     from krmfn.net.budget import Budget
-    from krmfn.runner.engine import Options, Result, Runner
+    from krmfn.runner.engine.engine import Options, Result, Runner
 
+    run = RunContext(args, docs)
     try:
-        # Input errors before the kubeconfig is read; the plan is made again with its namespace.
-        plan = _make_plan(args, docs, args.namespace or "default")
-        identity = _identity(args, docs)
-        check_applyset(plan, identity.name, args.namespace)
+        run.check_input()  # input errors before the kubeconfig is read
         health_checks = _health_checks(args, docs)
     except RunnerError as err:
         _fail("apply", err)
@@ -389,7 +308,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
     printer = make_printer(args.output, sys.stdout, dry_run=args.dry_run == "server")
     args.budget = budget = Budget()  # the run's deadline starts with the run (Runner.run)
     try:
-        api = api_factory(args)  # reads the kubeconfig; connects only with the first request
+        api = run.connect(api_factory)
     except RunnerError as err:
         _fail("apply", err)
         if args.output == "json":  # the events -o json documents, for a run that never started
@@ -397,18 +316,14 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
             printer.summary(Result(ok=False, error=err))
         printer.close()
         return EXIT_FAILED
-    namespace = args.namespace or api.default_namespace
     try:
-        if namespace != (args.namespace or "default"):  # the first plan's namespace was a stand-in
-            plan = _make_plan(args, docs, namespace)
-        check_applyset(plan, identity.name, namespace)
+        plan = run.settle()
     except RunnerError as err:
         _fail("apply", err)
         printer.close()
-        close = getattr(api, "close", None)
-        if close is not None:
-            close()
+        run.close()
         return EXIT_USAGE
+    identity = run.inventory
 
     options = Options(
         field_manager=args.field_manager,
@@ -420,7 +335,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         allow_empty=args.allow_empty,
         prune_namespaces=args.prune_namespaces,
         prune_crds=args.prune_crds,
-        namespace=namespace,
+        namespace=run.namespace,
         prune=args.prune,
         lock_wait=args.wait_for_lock,
         timeout=args.timeout,
@@ -442,16 +357,9 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         printer.close()
-        close = getattr(api, "close", None)
-        if close is not None:
-            close()
+        run.close()
     printer.summary(result)
     return exit_code(result)
-
-
-def _identity(args: argparse.Namespace, docs: list[Any]) -> Identity:
-    directories = [args.kustomize] if args.kustomize else [f for f in args.filename if Path(f).is_dir()]
-    return identify(docs, args.applyset, directories, args.prune)
 
 
 def exit_code(result: Result) -> int:

@@ -25,7 +25,7 @@ from typing import Any
 
 from krmfn.errors import RunnerError
 from krmfn.numbers import whole
-from krmfn.runner.api import TRANSIENT, Api, ApiStatusError, Resource
+from krmfn.runner.cluster.api import TRANSIENT, Api, ApiStatusError, Resource
 from krmfn.runner.plan import Key
 
 # A queue entry: the object (None: deleted), or the error that ended the watch for good.

@@ -32,10 +32,18 @@ from functools import cache, partial
 from typing import Any
 
 from krmfn.kobj import annotations_of, is_local_config
-from krmfn.runner.celworker import Worker
-from krmfn.runner.errors import SourceError
+from krmfn.runner.errors import HealthCheckError, SourceError
+from krmfn.runner.health.celworker import (
+    CompileError,
+    Evaluate,
+    EvaluationError,
+    NotBool,
+    Worker,
+    compile_in_process,
+    one_line,
+)
+from krmfn.runner.health.status import Health, State
 from krmfn.runner.source import read_files
-from krmfn.runner.status import Health, State
 
 ANNOTATION = "krmfn.dev/health-checks"
 FIELDS = ("apiVersion", "kind", "current", "inProgress", "failed")
@@ -49,13 +57,6 @@ SHOWN = 120  # characters of an expression quoted in a message
 RESERVED = {
     ("batch", "Job"): "the runner's Job rules (Complete, Failed, the inventory's run records) decide Jobs"
 }
-
-Evaluate = Callable[[dict[str, Any]], bool]
-"""True or False; raises NotBool for a result of another type, _EvaluationError when it cannot be had."""
-
-
-class HealthCheckError(SourceError):
-    """A health check entry that cannot be used: an input error, reported before any connection."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ class HealthChecks:
                     "failed",
                     f"health check {name} `{_shown(text)}` ({check.where}) returned {err}, not a bool",
                 )
-            except _EvaluationError as err:
+            except EvaluationError as err:
                 if not isinstance(obj.get("status"), dict) or not obj["status"]:
                     # No status yet: its controller has not looked at it, and has() cannot guard a
                     # top-level field (Flux's docs say so), so a copied expression would fail every
@@ -229,24 +230,12 @@ def _check(entry: Any, where: str, compile_: Callable[[str], Evaluate]) -> Check
             )
         try:
             compiled.append((name, text, compile_(text)))
-        except _CompileError as err:
+        except CompileError as err:
             raise HealthCheckError(f"{where}: {name} `{_shown(text)}` does not compile: {err}") from None
     return Check(group, kind, where, tuple(compiled))
 
 
 # --- CEL ------------------------------------------------------------------------------------------------
-
-
-class _CompileError(Exception):
-    pass
-
-
-class _EvaluationError(Exception):
-    pass
-
-
-class NotBool(Exception):
-    """The expression's result is not a bool; the message is the type's name (``str``)."""
 
 
 @cache
@@ -271,57 +260,7 @@ def _compiler() -> Callable[[str], Evaluate]:
 def _isolated(worker: Worker, text: str, obj: dict[str, Any]) -> bool:
     answer = worker.evaluate(text, obj)
     if "error" in answer:
-        raise _EvaluationError(_one_line(str(answer["error"])))
+        raise EvaluationError(one_line(str(answer["error"])))
     if "type" in answer:
         raise NotBool(str(answer["type"]))
     return bool(answer["bool"])
-
-
-def compile_in_process() -> Callable[[str], Evaluate]:
-    """A compile function on a CEL environment like Flux's: the optional types, strings and encoders
-    extensions; no declared variables (an expression is parsed, not type-checked, so any top-level field
-    of an object can be named). Its evaluations run in this process: the worker's."""
-    try:
-        from cel_expr_python import cel  # only when there are expressions: the library is an extra
-        from cel_expr_python.ext import ext_encoders, ext_optional, ext_strings
-    except ImportError:
-        raise HealthCheckError(
-            "health checks need the CEL library: pip install 'krmfn[cel]' (cel-expr-python)"
-        ) from None
-    env = cel.NewEnv(
-        extensions=[ext_strings.ExtStrings(), ext_optional.ExtOptional(), ext_encoders.ExtEncoders()]
-    )
-
-    def compile_(text: str) -> Evaluate:
-        try:
-            program = env.compile(text, disable_check=True)
-        except Exception as err:  # cel-cpp reports every parse error as a RuntimeError
-            raise _CompileError(_one_line(str(err))) from None
-
-        def evaluate(obj: dict[str, Any]) -> bool:
-            try:
-                value = program.eval(data=obj)
-                kind = value.type()
-                if kind == cel.Type.ERROR:
-                    raise _EvaluationError(_one_line(str(value.value())))
-            except _EvaluationError:
-                raise
-            except Exception as err:  # a value CEL cannot hold (an integer beyond 64 bits), ...
-                raise _EvaluationError(_one_line(f"{type(err).__name__}: {err}")) from None
-            if kind != cel.Type.BOOL:
-                raise NotBool(type(value.plain_value()).__name__)
-            return bool(value.value())
-
-        return evaluate
-
-    return compile_
-
-
-def _one_line(text: str) -> str:
-    """cel-cpp's messages span lines (the expression again, a caret under the column, a status code);
-    the position and the reason are what matter, on one line."""
-    for code in ("INVALID_ARGUMENT", "NOT_FOUND", "UNKNOWN"):
-        text = text.removeprefix(f"{code}: ").removesuffix(f" [{code}]")
-    lines = [line.strip() for line in text.splitlines()]
-    flat = " ".join(line for line in lines if line and not line.startswith("|"))
-    return flat if len(flat) <= 300 else flat[:297] + "..."

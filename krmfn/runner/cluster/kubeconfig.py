@@ -8,7 +8,6 @@ position and field path only, and wraps the auth flow so that a failing plugin i
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Generator
 from pathlib import Path
@@ -18,8 +17,9 @@ from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.core.exceptions import ConfigError as LightkubeConfigError
 
 from krmfn.errors import InputError
+from krmfn.runner.cluster.kubeconfig_file import default_kubeconfig, kubeconfig_path
+from krmfn.runner.cluster.wire import first_line
 from krmfn.runner.errors import KubeconfigError
-from krmfn.runner.wire import first_line
 from krmfn.yaml.io import load_all_fast
 
 _POSITION = re.compile(r"line (\d+), column (\d+)")
@@ -32,8 +32,8 @@ def load_config(kubeconfig: str | None, context: str | None) -> SingleConfig:
 
     A kubeconfig holds credentials, so no error quotes its text: a YAML error gives its position, a
     wrong field its path in the file."""
-    path = kubeconfig or next((p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p), "")
-    default = Path.home() / ".kube" / "config"
+    path = kubeconfig_path(kubeconfig)
+    default = default_kubeconfig()
     if not path and not default.exists():
         try:
             config = KubeConfig.from_service_account()

@@ -26,13 +26,13 @@ from typing import Any
 
 from krmfn.errors import RunnerError
 from krmfn.kobj import annotations_of
-from krmfn.runner.api import Api
-from krmfn.runner.applyset import GROUP_KINDS, JOB_RECORDS, LEGACY_COMPLETED_JOBS, NAMESPACES, TOOLING, Parent
+from krmfn.runner.cluster.api import Api
 from krmfn.runner.errors import InventoryError, InventoryLocked, ObjectError
 from krmfn.runner.events import Event, Lock
-from krmfn.runner.lock import LEASE, LOCK, RENEW, Lease, held_by_other
+from krmfn.runner.inventory.applyset import GROUP_KINDS, NAMESPACES, TOOLING, Parent
+from krmfn.runner.inventory.lock import LEASE, RENEW, Lease, held_by_other
 from krmfn.runner.plan import Key
-from krmfn.runner.runs import LAST_PLAN, RUNS
+from krmfn.runner.reserved import JOB_RECORDS, LAST_PLAN, LEGACY_COMPLETED_JOBS, LOCK, RUNS
 
 Call = Callable[..., Any]
 OWNED = (TOOLING, GROUP_KINDS, NAMESPACES, JOB_RECORDS, LEGACY_COMPLETED_JOBS, LOCK, RUNS, LAST_PLAN)

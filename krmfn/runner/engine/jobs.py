@@ -12,15 +12,14 @@ from typing import Any, TypeGuard
 from krmfn.jobhash import name_hash, spec_hash
 from krmfn.jobspec import digest, run_identity
 from krmfn.k8snames import JOB_NAME_MAX, trim_for_suffix
-from krmfn.runner.applyset import JobRecord, Outcome, Parent
 from krmfn.runner.errors import InvalidObject
+from krmfn.runner.inventory.applyset import JobRecord, Outcome, Parent
 from krmfn.runner.plan import Item, Key
 from krmfn.yaml.io import plain
 
 SPEC_HASH = "krmfn.dev/applied-spec-hash"
 FORCE = ("krmfn.dev/force", "fluxcd.controlplane.io/force")
 RECREATE_ON_FAILURE = ("krmfn.dev/recreate-on-failure", "fluxcd.controlplane.io/recreateOnFailure")
-PRUNE = "krmfn.dev/prune"
 JOB_BASE_NAME = "krmfn.dev/job-base-name"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 # Waiting reasons of a container that will not start by itself: shown at once while waiting.

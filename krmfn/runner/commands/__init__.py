@@ -1,0 +1,3 @@
+"""The command line of plan, apply, diff and status: flags, input, signals, exit codes and printers;
+`context.py` what they share.
+"""

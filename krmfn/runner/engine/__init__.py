@@ -1,0 +1,3 @@
+"""The step engine: apply a plan step by step, Job policy and logs, waiting, concurrency groups, and the
+dry-run differ.
+"""
