@@ -35,6 +35,7 @@ RAW = {
     ("krmfn/runner/printers.py", "__call__", "self.out.write(json.dumps("): "-o json event line",
     ("krmfn/runner/printers.py", "summary", "self.out.write(json.dumps("): "-o json result line",
     ("krmfn/runner/status_cmd.py", "main", "sys.stdout.write(json.dumps("): "-o json report line",
+    ("krmfn/runner/delete_cmd.py", "main", "sys.stdout.write(json.dumps("): "-o json result line",
 }
 
 

@@ -18,6 +18,7 @@ from krmfn.duration import SECOND, format_duration
 from krmfn.runner.errors import Interrupted
 from krmfn.runner.events import (
     Apply,
+    Delete,
     Error,
     Event,
     Inventory,
@@ -88,6 +89,14 @@ def describe(event: Event) -> str:
         case Prune():
             action = action_text(event.action, event.dry_run)
             return f"prune {event.object}: {action}" + (f" ({event.detail})" if event.detail else "")
+        case Delete():
+            action = "would delete" if event.dry_run and event.action == "deleted" else event.action
+            detail = f" ({event.detail})" if event.detail else ""
+            if event.dry_run and event.step is not None:  # no step-start lines: each names its step
+                return f"step {event.step} {event.step_name}: {event.object}: {action}{detail}"
+            if event.step is None:  # the inventory, and what is kept
+                return f"delete {event.object}: {action}{detail}"
+            return f"  {event.object}: {action}{detail}"
         case Lock():
             detail = f" ({event.detail})" if event.detail else ""
             return f"inventory lock {event.action}: {event.holder}{detail}"
@@ -212,6 +221,8 @@ class TtyPrinter:
             self._step, self._started, self._rows = event, self.clock(), {}
         elif isinstance(event, Apply):
             self._rows[event.object] = (action_text(event.action, event.dry_run), event.detail)
+        elif isinstance(event, Delete) and self._step is not None:
+            self._rows[event.object] = (event.action, event.detail)
         elif isinstance(event, Status):
             self._rows[event.object] = (event.state, event.message)
         elif isinstance(event, StepDone):
@@ -220,7 +231,7 @@ class TtyPrinter:
             for obj, (state, message) in self._rows.items():
                 write_line(self.out, f"  {obj}: {state}" + (f": {message}" if message else ""))
             self._step, self._rows = None, {}
-        elif isinstance(event, Prune | Lock | Inventory):
+        elif isinstance(event, Prune | Lock | Inventory | Delete):
             self._clear()
             write_line(self.out, describe(event))
 

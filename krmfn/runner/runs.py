@@ -87,6 +87,8 @@ class RunRecord:
     """Steps that did not fit in ``MAX_RUN_BYTES``."""
     elapsed: float | None = None
     """Seconds from start to end, measured (the times are whole seconds)."""
+    command: str = "apply"
+    """What the run was: ``apply``, or ``delete`` (written only then: older records are apply's)."""
 
     @property
     def seconds(self) -> float | None:
@@ -104,6 +106,8 @@ class RunRecord:
         if self.error is not None:
             out["error"] = self.error
         out["steps"] = [[s.name, round(s.seconds, 3), s.result] for s in self.steps]
+        if self.command != "apply":
+            out["command"] = self.command
         if self.steps_left_out:
             out["stepsLeftOut"] = self.steps_left_out
         return out
@@ -139,6 +143,7 @@ class RunRecord:
         found = [s for s in (_step(step) for step in (steps if isinstance(steps, list) else [])) if s]
         record.steps = found[:MAX_STEPS]
         record.elapsed = _seconds(data.get("elapsed"))
+        record.command = "delete" if data.get("command") == "delete" else "apply"
         left = data.get("stepsLeftOut")
         left = left if isinstance(left, int) and not isinstance(left, bool) and 0 <= left < 1 << 31 else 0
         record.steps_left_out = left + len(found) - len(record.steps)

@@ -281,7 +281,11 @@ _MARK = {"current": "ok", "failed": "!!", "in-progress": "..", "not-found": "??"
 
 def _run_line(run: RunRecord) -> str:
     took = f" in {run.seconds:.1f}s" if run.seconds is not None else ""
-    text = f"{run.result}{took}, started {run.start}" + (f", ended {run.end}" if run.end else "")
+    text = (
+        ("delete " if run.command == "delete" else "")
+        + f"{run.result}{took}, started {run.start}"
+        + (f", ended {run.end}" if run.end else "")
+    )
     if run.failed_step:
         text += f", failed step {run.failed_step}"
     if run.error:
