@@ -154,10 +154,7 @@ def test_another_apps_objects_in_the_same_namespace_are_untouched(
     )
     other = [configmap("theirs", 0, a="1"), deployment("their-web", 1, replicas=1)]
     assert (out := apply(other, "--applyset", "other")).code == 0, out.error
-    before = {
-        (res.__name__, name): meta(kube_client.get(res, name, namespace=namespace)).resourceVersion
-        for res, name in THEIRS
-    }
+    before = {(res.__name__, name): written(kube_client, res, name, namespace) for res, name in THEIRS}
 
     out = delete(kubeconfig, namespace)
 
@@ -165,12 +162,17 @@ def test_another_apps_objects_in_the_same_namespace_are_untouched(
     assert sorted(_deleted(out)) == sorted(
         [f"ConfigMap {namespace}/mine", f"ConfigMap {namespace}/shared-name", f"Secret {namespace}/krmfn"]
     )
-    after = {
-        (res.__name__, name): meta(kube_client.get(res, name, namespace=namespace)).resourceVersion
-        for res, name in THEIRS
-    }
+    after = {(res.__name__, name): written(kube_client, res, name, namespace) for res, name in THEIRS}
     assert after == before  # not even written to
     assert inventory_problems(kube_client, namespace, "other") == []
+
+
+def written(client: Client, res: Kind, name: str, namespace: str) -> tuple[str, str, list[str]]:
+    """What a client's write changes: the uid, the generation (its spec) and who manages which fields.
+    Not the resourceVersion: the Deployment controller writes the status of a Deployment all along."""
+    m = meta(client.get(res, name, namespace=namespace))
+    managers = sorted(f"{f.manager}/{f.operation}/{f.subresource}" for f in m.managedFields or [])
+    return str(m.uid), str(m.generation), managers
 
 
 THEIRS: list[tuple[Kind, str]] = [(ConfigMap, "theirs"), (Deployment, "their-web"), (Secret, "other")]
