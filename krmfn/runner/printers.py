@@ -110,9 +110,14 @@ def summary_line(result: Result, dry_run: bool = False) -> str:
     if result.ok:
         verb = "would change" if dry_run else "changed"
         pruned = f", {'would prune' if dry_run else 'pruned'} {len(result.pruned)}" if result.pruned else ""
+        went_on = "".join(
+            f"; step {step} timed out and the run went on (onTimeout: continue): {error}"
+            for step, error in result.timed_out
+        )
         return (
             f"done{' (server dry run)' if dry_run else ''}: {result.steps_done} step(s), "
             f"{len(result.applied)} object(s) {verb}, {len(result.unchanged)} unchanged{pruned}{took}"
+            + went_on
         )
     message = str(result.error)
     if isinstance(result.error, Interrupted):
@@ -166,6 +171,8 @@ class JsonPrinter:
             "pruned": result.pruned,
             "elapsed": round(result.elapsed, 3),
         }
+        if result.timed_out:  # only then: the steps that timed out and the run went on past
+            data["timedOut"] = [{"stepName": step, "error": error} for step, error in result.timed_out]
         self.out.write(json.dumps(data, separators=(",", ":")) + "\n")
         self.out.flush()
 
@@ -308,7 +315,8 @@ def plan_lines(plan: Plan) -> list[str]:
     lines = []
     for step in plan.steps:
         wait = "waits for health" if step.wait else "does not wait"
-        lines.append(f"step {step.index} {step.name} (timeout {step.timeout_text}, {wait})")
+        went_on = ", on timeout: continue" if step.on_timeout == "continue" else ""
+        lines.append(f"step {step.index} {step.name} (timeout {step.timeout_text}, {wait}{went_on})")
         lines.extend(f"  {n}. {item.key}" for n, item in enumerate(step.items, 1))
     for step in plan.on_failure:
         lines.append(
