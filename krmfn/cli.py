@@ -21,6 +21,7 @@ commands:
   plan           print the steps `krmfn apply` would run
   apply          apply a rendered stream step by step, wait for health, prune
   diff           show what the next apply would change, as a unified diff or JSON Patch
+  delete         delete what the inventory holds in reverse step order, then the inventory
   status         show the last runs and the live health of what the inventory holds
   export         write the steps for the Flux Operator, Argo CD or kpt live
   version        print the version
@@ -49,7 +50,7 @@ def entry() -> NoReturn:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["apply"] and argv is None:  # the console script: signals before the runner exists
+    if args[:1] in (["apply"], ["delete"]) and argv is None:  # the console script: signals before the run
         from krmfn import interrupts
 
         interrupts.record()
@@ -76,6 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "plan": "krmfn.runner.commands.cli",
         "apply": "krmfn.runner.commands.cli",
         "diff": "krmfn.runner.commands.cli",
+        "delete": "krmfn.runner.commands.delete_cmd",
         "status": "krmfn.runner.commands.status_cmd",
         "export": "krmfn.export",
     }.get(command)

@@ -37,8 +37,10 @@
         │   └── NoInventory         diff/status: no ApplySet parent of that name
         ├── StepFailed              an object of a step failed (Job Failed, rollout stalled, ...)
         ├── StepTimeout             a step was not healthy within its timeout
+        │   └── DeleteTimeout       krmfn delete: a step's objects not gone in time (runner/engine/delete.py)
         ├── RunTimeout              the whole run took longer than --timeout
         ├── Interrupted             SIGINT/SIGTERM; exit code 128 + signum
+        │   └── DeleteInterrupted   the same during krmfn delete (runner/engine/delete.py)
         └── InternalError           an exception krmfn did not expect (a bug): exit code ``EXIT_INTERNAL``
 
 Not KrmfnError, on purpose: each is caught in its own package and never reaches a user as itself

@@ -33,6 +33,10 @@ STEP_INDEX = "krmfn.dev/step-index"
 STEP_TIMEOUT = "krmfn.dev/step-timeout"
 WAIT = "krmfn.dev/wait"
 ON_FAILURE = "krmfn.dev/on-failure"
+ON_TIMEOUT = "krmfn.dev/on-timeout"
+"""``continue``: a step that times out is reported and recorded, and the run goes on (``fail``: the
+default, the run stops). Not in STEP_ANNOTATIONS: the exports do not translate it (docs/runner.md)."""
+ON_TIMEOUT_VALUES = ("fail", "continue")
 STEP_ANNOTATIONS = (STEP, STEP_INDEX, STEP_TIMEOUT, WAIT, ON_FAILURE)
 MAX_STEP_INDEX = 2**31 - 1
 """The highest ``krmfn.dev/step-index`` (Argo CD reads the sync wave written from it as a Go int)."""
@@ -50,6 +54,8 @@ class Step:
     timeout: str | None
     """The longest ``krmfn.dev/step-timeout`` of the step as written (a Go duration); None if absent."""
     items: list[Obj] = field(default_factory=list)
+    on_timeout: str = "fail"
+    """``continue`` when an object of the step says so (``krmfn.dev/on-timeout``), else ``fail``."""
 
     @property
     def timeout_seconds(self) -> float | None:
@@ -115,7 +121,8 @@ def _steps(
     for index, items in sorted(by_index.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
         if order is not None:
             items.sort(key=order)
-        steps.append(Step(index, _name(items, index, error, unstepped), _timeout(items, who, error), items))
+        steps.append(Step(index, _name(items, index, error, unstepped), _timeout(items, who, error), items,
+                          _on_timeout(items, who, error)))  # fmt: skip
     return steps
 
 
@@ -159,6 +166,20 @@ def _name(items: list[Obj], index: int | None, error: type[KrmfnError], unsteppe
     if names:
         return names[0]
     return unstepped if index is None else f"step-{index}"
+
+
+def _on_timeout(items: list[Obj], who: Callable[[Obj], str], error: type[KrmfnError]) -> str:
+    found = "fail"
+    for obj in items:
+        raw = annotations_of(obj).get(ON_TIMEOUT)
+        if raw is None:
+            continue
+        if str(raw) not in ON_TIMEOUT_VALUES:
+            raise error(f'{who(obj)}: annotation {ON_TIMEOUT} must be "fail" or "continue", got '
+                        f"{cut(str(raw), SHOWN)!r}")  # fmt: skip
+        if str(raw) == "continue":
+            found = "continue"
+    return found
 
 
 def _timeout(items: list[Obj], who: Callable[[Obj], str], error: type[KrmfnError]) -> str | None:

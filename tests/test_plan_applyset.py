@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from krmfn.runner.cli import main
+from krmfn.runner.commands.cli import main
 
 STREAM = """\
 apiVersion: v1

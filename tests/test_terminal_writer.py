@@ -39,6 +39,7 @@ RAW = {
     ("krmfn/runner/commands/printers.py", "__call__", "self.out.write(json.dumps("): "-o json event line",
     ("krmfn/runner/commands/printers.py", "summary", "self.out.write(json.dumps("): "-o json result line",
     ("krmfn/runner/commands/status_cmd.py", "main", "sys.stdout.write(json.dumps("): "-o json report line",
+    ("krmfn/runner/commands/delete_cmd.py", "main", "sys.stdout.write(json.dumps("): "-o json result line",
 }
 
 

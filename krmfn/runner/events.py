@@ -14,7 +14,8 @@ from typing import Any, Literal
 ApplyAction = Literal["created", "configured", "unchanged", "recreated", "skipped", "deleted"]
 PruneAction = Literal["deleted", "kept", "skipped"]
 LockAction = Literal["waiting", "acquired", "taken-over"]
-StepResult = Literal["healthy", "applied", "failed", "timeout", "interrupted"]
+StepResult = Literal["healthy", "applied", "deleted", "failed", "timeout", "interrupted"]
+DeleteAction = Literal["deleting", "deleted", "kept", "gone"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,21 @@ class Prune:
 
 
 @dataclass(frozen=True)
+class Delete:
+    """``krmfn delete``: a member (or the inventory itself) asked to go (``deleting``), gone
+    (``deleted``), found gone already (``gone``), or left in place (``kept``, ``detail`` says why).
+    ``step`` is None for what is not in a step: the inventory, and what is kept."""
+
+    object: str
+    action: DeleteAction
+    detail: str = ""
+    step: int | None = None
+    step_name: str | None = None
+    dry_run: bool = False
+    type: str = "delete"
+
+
+@dataclass(frozen=True)
 class StepDone:
     step: int
     step_name: str
@@ -110,8 +126,8 @@ class Error:
     type: str = "error"
 
 
-Event = Inventory | StepStart | Apply | Status | Wait | Prune | StepDone | Lock | Error
-EVENT_TYPES = (Inventory, StepStart, Apply, Status, Wait, Prune, StepDone, Lock, Error)
+Event = Inventory | StepStart | Apply | Status | Wait | Prune | Delete | StepDone | Lock | Error
+EVENT_TYPES = (Inventory, StepStart, Apply, Status, Wait, Prune, Delete, StepDone, Lock, Error)
 
 
 def camel(name: str) -> str:

@@ -117,6 +117,8 @@ class Step:
     wait: bool
     items: list[Item] = field(default_factory=list)
     step_index: int | None = None
+    on_timeout: str = "fail"
+    """``continue``: a timeout of this step is recorded and the run goes on (``krmfn.dev/on-timeout``)."""
 
     @property
     def timeout_text(self) -> str:
@@ -160,6 +162,7 @@ def build_plan(
                 wait=True,
                 items=[Item(obj) for obj in found.items],
                 step_index=found.index,
+                on_timeout=found.on_timeout,
             )
             for position, found in enumerate(grouped.steps + grouped.on_failure)
         ]

@@ -119,3 +119,17 @@ def test_the_guide_word_for_word(kubeconfig: Path, tmp_path: Path) -> None:
     assert done < rollout, "\n".join(second)
     status = next(r for r in runs if r.command.startswith("krmfn status"))
     assert "succeeded" in status.out, status.out
+
+    # The teardown: the dry run lists the deploy step before pre-deploy, the delete follows it, status
+    # then finds no inventory and a second delete nothing to delete.
+    dry, real, again = [r for r in runs if r.command.startswith("krmfn delete")]
+    listed = [line for line in dry.out.splitlines() if line.startswith("step ")]
+    assert listed[0].startswith("step 0 deploy: Deployment.apps prod/prod-web: would delete"), dry.out
+    assert [line.split(":")[0] for line in listed[1:]] == ["step 1 pre-deploy"] * 2, dry.out
+    assert real.out.splitlines()[-1].startswith(
+        "deleted 3 object(s) in 2 step(s), then the inventory prod/shop"
+    )
+    assert real.out.index("Deployment.apps prod/prod-web: deleted") < real.out.index("step 1 pre-deploy")
+    gone = [r for r in runs if r.command.startswith("krmfn status")][-1]
+    assert "no inventory" in gone.err, gone.err
+    assert again.out.startswith("nothing to delete: namespace prod has no inventory Secret shop"), again.out

@@ -14,6 +14,7 @@ STEP_INDEX = "krmfn.dev/step-index"
 STEP_TIMEOUT = "krmfn.dev/step-timeout"
 WAIT = "krmfn.dev/wait"
 ON_FAILURE = "krmfn.dev/on-failure"
+ON_TIMEOUT = "krmfn.dev/on-timeout"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 
 
@@ -32,6 +33,10 @@ def write_steps(groups: list[list[Obj]], config: SetStepsConfig) -> None:
             if "argocd" in config.emit:
                 set_annotation(obj, SYNC_WAVE, str(index))
             remove_annotation(obj, ON_FAILURE)  # an earlier render's onFailure step, since moved
+            if step.on_timeout == "continue":
+                set_annotation(obj, ON_TIMEOUT, "continue")
+            else:
+                remove_annotation(obj, ON_TIMEOUT)  # the default: the runner fails the run
 
 
 def write_on_failure_steps(groups: list[list[Obj]], config: SetStepsConfig) -> None:
@@ -44,6 +49,7 @@ def write_on_failure_steps(groups: list[list[Obj]], config: SetStepsConfig) -> N
         for obj in group:
             _place(obj, step.name, index, timeout)
             set_annotation(obj, ON_FAILURE, "true")
+            remove_annotation(obj, ON_TIMEOUT)  # an on-failure step's timeout always fails the run
             remove_annotation(obj, WAIT)
             remove_annotation(obj, SYNC_WAVE)
 

@@ -30,6 +30,11 @@ class StepConfig:
     selectors: list[Selector] = field(
         default_factory=list, metadata={"help": "resources in this step (any selector matches)"}
     )
+    on_timeout: str = field(
+        default="fail",
+        metadata={"help": "what krmfn apply does when the step times out: fail (stop the run) or continue "
+                  "(record it, go on, exit 3); written as krmfn.dev/on-timeout", "example": "continue"},
+    )  # fmt: skip
 
     def validate(self, path: str) -> None:
         if len(self.name) > 63 or not _DNS_LABEL.match(self.name):
@@ -39,6 +44,9 @@ class StepConfig:
                 f"{path}.name",
             )
         timeout_ns(self.timeout, f"{path}.timeout")
+        if self.on_timeout not in ("fail", "continue"):
+            raise ConfigError(f'onTimeout must be "fail" or "continue", got {self.on_timeout!r}',
+                              f"{path}.onTimeout")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,11 @@ class SetStepsConfig:
                         f"{prefix}{where}[{index}].name",
                     )
                 seen[step.name] = f"{where}[{index}]"
+                if where == "onFailure" and step.on_timeout != "fail":
+                    raise ConfigError(
+                        "an onFailure step's timeout always fails the run: onTimeout applies to steps only",
+                        f"{prefix}onFailure[{index}].onTimeout",
+                    )
         names = ", ".join(step.name for step in self.steps)
         if self.default_step and self.default_step in {step.name for step in self.on_failure}:
             raise ConfigError(

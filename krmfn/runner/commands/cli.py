@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_WENT_ON = 3
+"""Every step done but one or more timed out with ``onTimeout: continue``: neither success nor failure."""
 
 ApiFactory = Callable[[argparse.Namespace], "Api"]
 
@@ -74,6 +76,8 @@ EXIT_CODES = {
               "inventory locked, another app's, or not krmfn's"),
         ("2", "a usage or input error, before any connection (no inventory name while pruning, no "
               "objects without --allow-empty)"),
+        ("3", "the run went on past a step that timed out with onTimeout: continue (krmfn.dev/on-timeout); "
+              "every other step healthy, prune done"),
         ("130, 143", "interrupted by SIGINT, SIGTERM: nothing pruned, run again to continue"),
         INTERNAL_EXIT_CODE,
     ),
@@ -364,7 +368,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
 
 def exit_code(result: Result) -> int:
     if result.ok:
-        return 0
+        return EXIT_WENT_ON if result.timed_out else 0
     if isinstance(result.error, Interrupted):
         return 128 + result.error.signum
     if isinstance(result.error, InternalError):

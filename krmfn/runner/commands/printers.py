@@ -18,6 +18,7 @@ from krmfn.duration import SECOND, format_duration
 from krmfn.runner.errors import Interrupted
 from krmfn.runner.events import (
     Apply,
+    Delete,
     Error,
     Event,
     Inventory,
@@ -88,6 +89,14 @@ def describe(event: Event) -> str:
         case Prune():
             action = action_text(event.action, event.dry_run)
             return f"prune {event.object}: {action}" + (f" ({event.detail})" if event.detail else "")
+        case Delete():
+            action = "would delete" if event.dry_run and event.action == "deleted" else event.action
+            detail = f" ({event.detail})" if event.detail else ""
+            if event.dry_run and event.step is not None:  # no step-start lines: each names its step
+                return f"step {event.step} {event.step_name}: {event.object}: {action}{detail}"
+            if event.step is None:  # the inventory, and what is kept
+                return f"delete {event.object}: {action}{detail}"
+            return f"  {event.object}: {action}{detail}"
         case Lock():
             detail = f" ({event.detail})" if event.detail else ""
             return f"inventory lock {event.action}: {event.holder}{detail}"
@@ -101,9 +110,14 @@ def summary_line(result: Result, dry_run: bool = False) -> str:
     if result.ok:
         verb = "would change" if dry_run else "changed"
         pruned = f", {'would prune' if dry_run else 'pruned'} {len(result.pruned)}" if result.pruned else ""
+        went_on = "".join(
+            f"; step {step} timed out and the run went on (onTimeout: continue): {error}"
+            for step, error in result.timed_out
+        )
         return (
             f"done{' (server dry run)' if dry_run else ''}: {result.steps_done} step(s), "
             f"{len(result.applied)} object(s) {verb}, {len(result.unchanged)} unchanged{pruned}{took}"
+            + went_on
         )
     message = str(result.error)
     if isinstance(result.error, Interrupted):
@@ -157,6 +171,8 @@ class JsonPrinter:
             "pruned": result.pruned,
             "elapsed": round(result.elapsed, 3),
         }
+        if result.timed_out:  # only then: the steps that timed out and the run went on past
+            data["timedOut"] = [{"stepName": step, "error": error} for step, error in result.timed_out]
         self.out.write(json.dumps(data, separators=(",", ":")) + "\n")
         self.out.flush()
 
@@ -212,6 +228,8 @@ class TtyPrinter:
             self._step, self._started, self._rows = event, self.clock(), {}
         elif isinstance(event, Apply):
             self._rows[event.object] = (action_text(event.action, event.dry_run), event.detail)
+        elif isinstance(event, Delete) and self._step is not None:
+            self._rows[event.object] = (event.action, event.detail)
         elif isinstance(event, Status):
             self._rows[event.object] = (event.state, event.message)
         elif isinstance(event, StepDone):
@@ -220,7 +238,7 @@ class TtyPrinter:
             for obj, (state, message) in self._rows.items():
                 write_line(self.out, f"  {obj}: {state}" + (f": {message}" if message else ""))
             self._step, self._rows = None, {}
-        elif isinstance(event, Prune | Lock | Inventory):
+        elif isinstance(event, Prune | Lock | Inventory | Delete):
             self._clear()
             write_line(self.out, describe(event))
 
@@ -297,7 +315,8 @@ def plan_lines(plan: Plan) -> list[str]:
     lines = []
     for step in plan.steps:
         wait = "waits for health" if step.wait else "does not wait"
-        lines.append(f"step {step.index} {step.name} (timeout {step.timeout_text}, {wait})")
+        went_on = ", on timeout: continue" if step.on_timeout == "continue" else ""
+        lines.append(f"step {step.index} {step.name} (timeout {step.timeout_text}, {wait}{went_on})")
         lines.extend(f"  {n}. {item.key}" for n, item in enumerate(step.items, 1))
     for step in plan.on_failure:
         lines.append(

@@ -246,6 +246,9 @@ def _problems(report: Report) -> list[str]:
         where = f" at step {last.failed_step}" if last.failed_step else ""
         ended = "ended without recording its end (killed?)" if last.result == "running" else last.result
         problems.append(f"the last run {ended}{where}")
+    if last is not None and last.timed_out and report.lock is None:
+        steps = ", ".join(last.timed_out)
+        problems.append(f"the last run went on past the timeout of step(s) {steps} (onTimeout: continue)")
     for member in report.members:
         if member.health.state != "current":
             problems.append(f"{member.object} is {member.health.state}: {member.health.message}")
@@ -284,7 +287,13 @@ _MARK = {"current": "ok", "failed": "!!", "in-progress": "..", "not-found": "??"
 
 def _run_line(run: RunRecord) -> str:
     took = f" in {run.seconds:.1f}s" if run.seconds is not None else ""
-    text = f"{run.result}{took}, started {run.start}" + (f", ended {run.end}" if run.end else "")
+    text = (
+        ("delete " if run.command == "delete" else "")
+        + f"{run.result}{took}, started {run.start}"
+        + (f", ended {run.end}" if run.end else "")
+    )
+    if run.timed_out:
+        text += f", went on past the timeout of {', '.join(run.timed_out)} (onTimeout: continue)"
     if run.failed_step:
         text += f", failed step {run.failed_step}"
     if run.error:

@@ -69,8 +69,8 @@ def read_parent(
     live = call(Key("", "Secret", namespace, name), api.get, res, name, namespace)
     if live is None:
         raise NoInventory(
-            f"no inventory: namespace {namespace} has no ApplySet parent Secret {name}, so krmfn apply has "
-            "not run this app here (check -n and --applyset)"
+            f"no inventory: namespace {namespace} has no ApplySet parent Secret {name}, so the app is not "
+            "applied here: never applied, or deleted (check -n and --applyset)"
         )
     return Parent.from_live(name, namespace, "", live), live
 

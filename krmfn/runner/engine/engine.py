@@ -131,6 +131,8 @@ class Result:
     unchanged: list[str] = field(default_factory=list)
     """Objects the server did not change (and completed Jobs not run again)."""
     pruned: list[str] = field(default_factory=list)
+    timed_out: list[tuple[str, str]] = field(default_factory=list)
+    """(step, error) of the steps that timed out with ``onTimeout: continue``: the run went on."""
     elapsed: float = 0.0
     """Seconds from the start of the run to its end."""
 
@@ -246,6 +248,10 @@ class Runner:
             except (Interrupted, RunTimeout):
                 raise  # stopped from outside: nothing more is applied, on-failure steps included
             except RunnerError as err:
+                if isinstance(err, StepTimeout) and step.on_timeout == "continue":
+                    result.timed_out.append((step.name, str(err)))
+                    self._runlog.went_on(step.name)
+                    continue
                 if plan.on_failure:
                     self._run_on_failure(plan, parent, result, err)
                     self._step = step.index  # the run failed in this step, whatever ran after it

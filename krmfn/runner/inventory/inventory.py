@@ -206,6 +206,16 @@ class Inventory:
         self._store(parent.render())
         self._shutdown()
 
+    def end_for_delete(self) -> dict[str, Any] | None:
+        """``krmfn delete`` is about to delete the parent itself: no more writes, no more renewals (a PUT
+        after the DELETE would fail, or worse, re-create it). Returns the parent as last stored, whose UID
+        the delete is conditioned on; the lock goes with it."""
+        self.flush()
+        self._stop_renewal()
+        self._lease = None
+        self._shutdown()
+        return self._live
+
     def abandon(self, final: Parent | None = None) -> None:
         """The run failed (or ``close`` already ran): release the lock if still held, storing ``final``
         (the record of how the run ended) if given, best effort -- an error is already on its way, and an

@@ -82,6 +82,10 @@ class RunRecord:
     """Steps that did not fit in ``MAX_RUN_BYTES``."""
     elapsed: float | None = None
     """Seconds from start to end, measured (the times are whole seconds)."""
+    command: str = "apply"
+    """What the run was: ``apply``, or ``delete`` (written only then: older records are apply's)."""
+    timed_out: list[str] = field(default_factory=list)
+    """Steps that timed out with ``onTimeout: continue``: the run went on past them."""
 
     @property
     def seconds(self) -> float | None:
@@ -99,6 +103,10 @@ class RunRecord:
         if self.error is not None:
             out["error"] = self.error
         out["steps"] = [[s.name, round(s.seconds, 3), s.result] for s in self.steps]
+        if self.command != "apply":
+            out["command"] = self.command
+        if self.timed_out:
+            out["timedOut"] = [cut(name, MAX_NAME) for name in self.timed_out[:MAX_STEPS]]
         if self.steps_left_out:
             out["stepsLeftOut"] = self.steps_left_out
         return out
@@ -134,6 +142,10 @@ class RunRecord:
         found = [s for s in (_step(step) for step in (steps if isinstance(steps, list) else [])) if s]
         record.steps = found[:MAX_STEPS]
         record.elapsed = _seconds(data.get("elapsed"))
+        record.command = "delete" if data.get("command") == "delete" else "apply"
+        timed_out = data.get("timedOut")
+        if isinstance(timed_out, list):
+            record.timed_out = [cut(n, MAX_NAME) for n in timed_out[:MAX_STEPS] if isinstance(n, str)]
         left = data.get("stepsLeftOut")
         left = left if isinstance(left, int) and not isinstance(left, bool) and 0 <= left < 1 << 31 else 0
         record.steps_left_out = left + len(found) - len(record.steps)
@@ -221,6 +233,7 @@ class RunLog:
         self._started = 0.0
         self._id = os.urandom(4).hex()
         self._steps: list[StepRecord] = []
+        self._went_on: list[str] = []
         """Steps done so far: put in the record when the run ends, so a step adds no inventory write."""
         self.record: RunRecord | None = None
 
@@ -241,10 +254,15 @@ class RunLog:
 
         return observe
 
+    def went_on(self, step: str) -> None:
+        """The step timed out and, by its ``onTimeout: continue``, the run goes on."""
+        self._went_on.append(step)
+
     def end(self, error: RunnerError | None, failed_step: str | None) -> None:
         record = self.record
         if record is None:
             return
+        record.timed_out = list(self._went_on)
         record.end = timestamp(self._now())
         record.elapsed = self._monotonic() - self._started
         record.steps = list(self._steps)
