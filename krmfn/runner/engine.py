@@ -22,7 +22,7 @@ import krmfn
 from krmfn.errors import DEBUG_ENV, RunnerError
 from krmfn.kobj import annotations_of
 from krmfn.net.budget import Budget
-from krmfn.runner import joblogs, jobs
+from krmfn.runner import blocked, joblogs, jobs, podtrouble, settle, workloads
 from krmfn.runner.api import Api, ApiStatusError, NoSuchKind, Resource
 from krmfn.runner.applyset import JobRecord, Outcome, Parent, as_member
 from krmfn.runner.errors import (
@@ -154,6 +154,10 @@ class Tracked:
     """Log text read while waiting, by (pod, container, previous): the pods may be gone at the failure."""
     failure: tuple[Health, list[joblogs.ContainerLog]] | None = None
     """A failed Job's health with its pods' failures and log lines, looked up once."""
+    settler: settle.Settler | None = None
+    """A workload's settle state (settle.py): its pods' restarts and readiness during the wait."""
+    trouble: Health | None = None
+    """A failure its pods show before its status does (a fail-fast reason, the restart budget spent)."""
 
 
 class Runner:
@@ -699,6 +703,7 @@ class Runner:
         try:
             watched = []
             for t in tracked:
+                self._start_settling(t)
                 states[t.key] = self._health(t, t.live)
                 self._status(step, t.key, states[t.key], started, quiet, t=t)
                 self._settle(step, t, t.live, states[t.key])
@@ -712,18 +717,24 @@ class Runner:
             # Kept up to date rather than recomputed per event: a step of N objects sees ~N events.
             running = set(pending)
             job_items = [t for t in tracked if jobs.is_job(t.key)]
+            settling = [t for t in tracked if t.settler is not None]
 
             def waiting() -> list[tuple[str, str]]:
-                return [(str(k), states[k].message) for k in states if k in running]
+                return [(str(k), self._blocked(by_key[k], states[k])) for k in states if k in running]
 
             while running:
                 now = self.clock.monotonic()
                 due = [t for t in job_items if t.key in running and t.live is not None and now >= t.next_poll]
-                for t in self._poll_pods(due, now):
-                    new = self._health(t, t.live)
-                    if new != states[t.key]:
-                        states[t.key] = new
-                        self._status(step, t.key, new, started, quiet, t=t)
+                self._look_at_jobs(step, due, states, now, (started, quiet))
+                for t in settling:
+                    if (
+                        t.key in running
+                        and t.live is not None
+                        and self._settled(step, t, states, now, started)
+                    ):
+                        running.discard(t.key)
+                if not running:
+                    break
                 update = self._next(watcher, deadline, step, waiting)
                 if update is None:
                     continue
@@ -751,7 +762,11 @@ class Runner:
         podFailurePolicy ignores them, or one restarting in place, shows them long before it fails)."""
         if t.settled is not None:
             return t.settled
+        if t.trouble is not None:
+            return t.trouble
         found = self._judge(live)
+        if t.settler is not None:
+            return t.settler.judge(found, self.clock.monotonic())
         if jobs.is_job(t.key) and found.state == "in-progress" and t.problems:
             return Health(found.state, f"{found.message}; {jobs.summary(t.problems)}")
         if jobs.is_job(t.key) and found.state == "failed" and live is not None:
@@ -786,9 +801,60 @@ class Runner:
                 changed += [t for t in chunk if self._pod_problems_changed(t, pods)]
         return changed
 
+    def _blocked(self, t: Tracked, state: Health) -> str:
+        """Why ``t`` is still waiting, in one line (blocked.py): its goal, its health, its unready pods."""
+        return blocked.line(t.live, state, t.settler.pods if t.settler is not None else None)
+
+    def _start_settling(self, t: Tracked) -> None:
+        """A workload gets its settle state (settle.py) and a first look at its pods."""
+        if workloads.is_workload(t.key) and t.settled is None and t.live is not None:
+            notes = annotations_of(t.live)
+            t.settler = settle.Settler(settle.window_of(notes), settle.budget_of(notes))
+            self._look_at_pods(t, self.clock.monotonic())
+
+    def _look_at_jobs(
+        self, step: Step, due: list[Tracked], states: dict[Key, Health], now: float, how: tuple[float, bool]
+    ) -> None:
+        """Polls the pods of the Jobs ``due``, reports what changed, raises a fail-fast reason."""
+        for t in self._poll_pods(due, now):
+            new = self._health(t, t.live)
+            if new != states[t.key]:
+                states[t.key] = new
+                self._status(step, t.key, new, *how, t=t)
+            if t.trouble is not None:
+                # Not the Job's outcome (its controller still waits): nothing is recorded, and a run after
+                # the fix waits for the same Job again.
+                raise StepFailed(step.name, str(t.key), t.trouble.message)
+
+    def _settled(self, step: Step, t: Tracked, states: dict[Key, Health], now: float, started: float) -> bool:
+        """Whether a workload is done, its pods looked at again when due (settle.py); reports a change of
+        its health, raises its failure. Called at every tick: the settle window ends without an event."""
+        assert t.live is not None
+        if now >= t.next_poll:
+            self._look_at_pods(t, now)
+        new = self._health(t, t.live)
+        if new != states[t.key]:
+            states[t.key] = new
+            self._status(step, t.key, new, started, quiet=False, t=t)
+        self._settle(step, t, t.live, new)
+        return new.done
+
+    def _look_at_pods(self, t: Tracked, now: float) -> None:
+        """Lists a workload's current pods for its settle rule, and polls them again after POD_POLL."""
+        assert t.settler is not None and t.live is not None
+        t.next_poll = now + POD_POLL
+        t.trouble = t.settler.observe(workloads.current_pods(self.api, t.key, t.live))
+
     def _pod_problems_changed(self, t: Tracked, pods: list[dict[str, Any]]) -> bool:
         assert t.live is not None
-        found = jobs.pod_problems(_owned_by(pods, t.live), t.live.get("spec") or {})
+        owned = _owned_by(pods, t.live)
+        # A Job's pods that cannot start fail the step at once; its crash loops (restartPolicy OnFailure)
+        # are its backoffLimit's to judge.
+        stuck = podtrouble.stuck(owned, crash_loops=False)
+        if stuck:
+            t.trouble = Health("failed", stuck[0].describe())
+            return True
+        found = jobs.pod_problems(owned, t.live.get("spec") or {})
         if not found or found == t.problems:
             return False  # pods of a finished attempt may be gone: keep what was seen
         t.problems = found

@@ -12,6 +12,7 @@ from typing import Any, TypeGuard
 from krmfn.jobhash import name_hash, spec_hash
 from krmfn.jobspec import digest, run_identity
 from krmfn.k8snames import JOB_NAME_MAX, trim_for_suffix
+from krmfn.runner import podtrouble
 from krmfn.runner.applyset import JobRecord, Outcome, Parent
 from krmfn.runner.errors import InvalidObject
 from krmfn.runner.plan import Item, Key
@@ -24,10 +25,7 @@ PRUNE = "krmfn.dev/prune"
 JOB_BASE_NAME = "krmfn.dev/job-base-name"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 # Waiting reasons of a container that will not start by itself: shown at once while waiting.
-STUCK_REASONS = frozenset(
-    {"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError",
-     "CreateContainerError", "RunContainerError"}
-)  # fmt: skip
+STUCK_REASONS = podtrouble.FAIL_FAST
 
 
 def run_hash(job: dict[str, Any]) -> str:

@@ -82,8 +82,8 @@ def test_step_timeout_fails_the_step_and_names_what_was_pending(
     assert time.monotonic() - started < 10
     assert out.step_results() == [("step0", "timeout")]
     assert (
-        f"step step0: not healthy after 2s: Job.batch {namespace}/slow-migration: running: 1 active"
-        in out.error
+        f"step step0: not healthy after 2s: Job.batch {namespace}/slow-migration: waits for Complete; now "
+        "running: 1 active" in out.error
     )
     assert not exists(kube_client, Deployment, "web", namespace)
 
