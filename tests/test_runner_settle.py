@@ -15,7 +15,7 @@ from krmfn.runner.errors import SourceError
 from krmfn.runner.plan import build_plan
 from krmfn.runner.settle import DEFAULT_WINDOW, BadAnnotation, Settler, budget_of, window_of
 from krmfn.runner.status import Health
-from krmfn.runner.workloads import current, selector
+from krmfn.runner.workloads import current, shared_selector
 
 Doc = dict[str, Any]
 KINDS = ("Deployment", "StatefulSet", "DaemonSet")
@@ -251,7 +251,17 @@ def test_a_statefulsets_pods_are_its_update_revisions_and_a_daemonsets_its_own()
     stranger = pod("other-0", owner="x", labels={"controller-revision-hash": "web-new"})
     assert current(workload("StatefulSet"), [new, old, stranger]) == [new]
     assert current(workload("DaemonSet"), [new, old, stranger]) == [new, old]
-    assert selector(workload("DaemonSet")) == "app=web,tier=x"
+
+
+def test_one_list_selects_the_pods_of_many_workloads() -> None:
+    def selecting(**labels: object) -> Doc:
+        return {"spec": {"selector": {"matchLabels": labels}}}
+
+    assert shared_selector([workload("DaemonSet")]) == "app=web"
+    assert shared_selector([selecting(app="a", tier="x"), selecting(app="b")]) == "app in (a,b)"
+    assert shared_selector([selecting(app="a"), selecting(name="b")]) == ""  # no key in common: all pods
+    assert shared_selector([selecting(app="a"), {"spec": {"selector": {"matchExpressions": []}}}]) == ""
+    assert shared_selector([selecting(app=3)]) == ""
 
 
 # --- the annotations ----------------------------------------------------------------------------------

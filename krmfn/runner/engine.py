@@ -704,6 +704,8 @@ class Runner:
             watched = []
             for t in tracked:
                 self._start_settling(t)
+            self._look_at_workloads([t for t in tracked if t.settler is not None], self.clock.monotonic())
+            for t in tracked:
                 states[t.key] = self._health(t, t.live)
                 self._status(step, t.key, states[t.key], started, quiet, t=t)
                 self._settle(step, t, t.live, states[t.key])
@@ -726,13 +728,7 @@ class Runner:
                 now = self.clock.monotonic()
                 due = [t for t in job_items if t.key in running and t.live is not None and now >= t.next_poll]
                 self._look_at_jobs(step, due, states, now, (started, quiet))
-                for t in settling:
-                    if (
-                        t.key in running
-                        and t.live is not None
-                        and self._settled(step, t, states, now, started)
-                    ):
-                        running.discard(t.key)
+                running -= self._settled_workloads(step, settling, running, states, (now, started))
                 if not running:
                     break
                 update = self._next(watcher, deadline, step, waiting)
@@ -810,7 +806,6 @@ class Runner:
         if workloads.is_workload(t.key) and t.settled is None and t.live is not None:
             notes = annotations_of(t.live)
             t.settler = settle.Settler(settle.window_of(notes), settle.budget_of(notes))
-            self._look_at_pods(t, self.clock.monotonic())
 
     def _look_at_jobs(
         self, step: Step, due: list[Tracked], states: dict[Key, Health], now: float, how: tuple[float, bool]
@@ -826,12 +821,24 @@ class Runner:
                 # the fix waits for the same Job again.
                 raise StepFailed(step.name, str(t.key), t.trouble.message)
 
+    def _settled_workloads(
+        self,
+        step: Step,
+        settling: list[Tracked],
+        running: set[Key],
+        states: dict[Key, Health],
+        when: tuple[float, float],
+    ) -> set[Key]:
+        """The workloads of ``settling`` that are done now, their pods listed again when due."""
+        now, started = when
+        live = [t for t in settling if t.key in running and t.live is not None]
+        self._look_at_workloads([t for t in live if now >= t.next_poll], now)
+        return {t.key for t in live if self._settled(step, t, states, now, started)}
+
     def _settled(self, step: Step, t: Tracked, states: dict[Key, Health], now: float, started: float) -> bool:
-        """Whether a workload is done, its pods looked at again when due (settle.py); reports a change of
-        its health, raises its failure. Called at every tick: the settle window ends without an event."""
+        """Whether a workload is done (settle.py); reports a change of its health, raises its failure.
+        Called at every tick: the settle window ends without an event."""
         assert t.live is not None
-        if now >= t.next_poll:
-            self._look_at_pods(t, now)
         new = self._health(t, t.live)
         if new != states[t.key]:
             states[t.key] = new
@@ -839,11 +846,18 @@ class Runner:
         self._settle(step, t, t.live, new)
         return new.done
 
-    def _look_at_pods(self, t: Tracked, now: float) -> None:
-        """Lists a workload's current pods for its settle rule, and polls them again after POD_POLL."""
-        assert t.settler is not None and t.live is not None
-        t.next_poll = now + POD_POLL
-        t.trouble = t.settler.observe(workloads.current_pods(self.api, t.key, t.live))
+    def _look_at_workloads(self, due: list[Tracked], now: float) -> None:
+        """Lists the current pods of the workloads ``due`` for their settle rule (one request per namespace
+        for up to workloads.PER_LIST of them), and polls them again after POD_POLL."""
+        by_namespace: dict[str, list[Tracked]] = {}
+        for t in due:
+            t.next_poll = now + POD_POLL
+            by_namespace.setdefault(t.key.namespace, []).append(t)
+        for namespace, group in by_namespace.items():
+            lives = [t.live for t in group if t.live is not None]
+            for t, pods in zip(group, workloads.current_pods(self.api, namespace, lives), strict=True):
+                assert t.settler is not None
+                t.trouble = t.settler.observe(pods)
 
     def _pod_problems_changed(self, t: Tracked, pods: list[dict[str, Any]]) -> bool:
         assert t.live is not None

@@ -46,12 +46,6 @@ def _owned(objs: list[dict[str, Any]], owner_uid: str) -> list[dict[str, Any]]:
     return [o for o in objs if owner_uid and any(_mapping(r).get("uid") == owner_uid for r in owners(o))]
 
 
-def selector(workload: dict[str, Any]) -> str:
-    """The workload's ``matchLabels`` as a label selector: it narrows the list, ownership decides."""
-    labels = _mapping(_mapping(_mapping(workload.get("spec")).get("selector")).get("matchLabels"))
-    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()) if isinstance(v, str))
-
-
 def current(
     workload: dict[str, Any], pods: list[dict[str, Any]], replicasets: list[dict[str, Any]] | None = None
 ) -> list[dict[str, Any]]:
@@ -75,15 +69,39 @@ def current(
     return owned
 
 
-def current_pods(api: Api, key: Key, workload: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """The pods of ``workload``'s current template, listed; None when they cannot be listed (RBAC without
-    ``list`` on pods or ReplicaSets, an API error): the workload's own status then decides alone."""
-    labels = selector(workload)
-    try:
-        pods = api.list(api.resource("v1", "Pod"), key.namespace, labels)
-        replicasets = None
-        if key.kind == "Deployment":
-            replicasets = api.list(api.resource("apps/v1", "ReplicaSet"), key.namespace, labels)
-    except RunnerError:
-        return None
-    return current(workload, pods, replicasets)
+PER_LIST = 50
+"""Workloads whose pods one list request asks for (a label selector ``key in (...)``)."""
+
+
+def shared_selector(group: list[dict[str, Any]]) -> str:
+    """One label selector that selects the pods of every workload of ``group``: ``key in (a,b)`` on a
+    ``matchLabels`` key they all have, else "" (every pod of the namespace; ownership sorts them)."""
+    labels = [_mapping(_mapping(_mapping(w.get("spec")).get("selector")).get("matchLabels")) for w in group]
+    if not labels or not all(labels):
+        return ""
+    for key in sorted(set.intersection(*(set(m) for m in labels))):
+        if all(isinstance(m[key], str) for m in labels):
+            values = sorted({m[key] for m in labels})
+            return f"{key}={values[0]}" if len(values) == 1 else f"{key} in ({','.join(values)})"
+    return ""
+
+
+def current_pods(api: Api, namespace: str, group: list[dict[str, Any]]) -> list[list[dict[str, Any]] | None]:
+    """The pods of each workload's current template, for workloads of one namespace: one list of pods
+    (and one of ReplicaSets, if there is a Deployment) per ``PER_LIST`` workloads, not one per workload.
+    None for each when they cannot be listed (RBAC without ``list`` on pods or ReplicaSets, an API
+    error): the workloads' own status then decides alone."""
+    found: list[list[dict[str, Any]] | None] = []
+    for first in range(0, len(group), PER_LIST):
+        chunk = group[first : first + PER_LIST]
+        labels = shared_selector(chunk)
+        try:
+            pods = api.list(api.resource("v1", "Pod"), namespace, labels)
+            replicasets = None
+            if any(w.get("kind") == "Deployment" for w in chunk):
+                replicasets = api.list(api.resource("apps/v1", "ReplicaSet"), namespace, labels)
+        except RunnerError:
+            found += [None] * len(chunk)
+            continue
+        found += [current(w, pods, replicasets) for w in chunk]
+    return found
