@@ -311,3 +311,28 @@ def test_a_blocked_workload_says_what_it_waits_for_where_it_is_and_its_unready_p
     )
     gone = blocked.line(None, Health("in-progress", "deleted"), None)
     assert gone == "waits for the object to exist; now deleted"
+
+
+def test_an_unready_pods_latest_probe_failure_is_named() -> None:
+    def unhealthy(name: str, when: str, message: str, kind: str = "Pod") -> Doc:
+        return {"reason": "Unhealthy", "involvedObject": {"kind": kind, "name": name}, "lastTimestamp": when,
+                "message": message}  # fmt: skip
+
+    events = [
+        unhealthy("web-1", "2026-12-02T18:00:03Z", "Readiness probe failed: schema 9.9.9 missing"),
+        unhealthy("web-1", "2026-12-02T18:00:01Z", "Readiness probe failed: connection refused"),
+        unhealthy("web-2", "2026-12-02T18:00:01Z", "Readiness probe failed: \x1b[2J\n" + "x" * 900),
+        unhealthy("web-1", "2026-12-02T18:00:09Z", "not a pod's", kind="Node"),
+        {"reason": "Scheduled", "involvedObject": {"kind": "Pod", "name": "web-1"}, "message": "assigned"},
+    ]
+    probes = blocked.probe_failures(events)
+    assert probes["web-1"] == "Readiness probe failed: schema 9.9.9 missing"
+    assert "\n" not in probes["web-2"] and probes["web-2"].endswith("more characters)")
+    web = {"kind": "Deployment", "spec": {"replicas": 1}}
+    shown = blocked.line(
+        web, Health("in-progress", "0 of 1 updated replicas available"), [pod(ready=False)], probes
+    )
+    assert shown == (
+        "waits for 1 updated replicas available; now 0 of 1 updated replicas available; "
+        "pod web-1 not ready: readiness probe failed: schema 9.9.9 missing"
+    )

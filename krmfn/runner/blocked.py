@@ -51,10 +51,35 @@ def goal(obj: dict[str, Any] | None) -> str:
     return "Ready=True, at its current generation"
 
 
-def line(obj: dict[str, Any] | None, health: Health, pods: list[dict[str, Any]] | None) -> str:
-    """One line: the goal, the current health, the first ``MAX_PODS`` unready pods."""
+def probe_failures(events: list[dict[str, Any]]) -> dict[str, str]:
+    """The latest probe failure the kubelet reported of each pod (its ``Unhealthy`` Events: ``Readiness
+    probe failed: <the probe's output>``), by pod name; the pod's status says only that it is unready."""
+    latest: dict[str, tuple[str, str]] = {}
+    for event in events:
+        involved = _mapping(event.get("involvedObject"))
+        if event.get("reason") != "Unhealthy" or involved.get("kind") != "Pod":
+            continue
+        when = str(event.get("lastTimestamp") or event.get("eventTime") or "")
+        name = str(involved.get("name", ""))
+        if name not in latest or when >= latest[name][0]:
+            latest[name] = (when, podtrouble.cut(event.get("message") or "", 300))
+    return {name: message for name, (_, message) in latest.items() if message}
+
+
+def line(
+    obj: dict[str, Any] | None,
+    health: Health,
+    pods: list[dict[str, Any]] | None,
+    probes: dict[str, str] | None = None,
+) -> str:
+    """One line: the goal, the current health, the first ``MAX_PODS`` unready pods (with their latest
+    probe failure from ``probes``, by pod name, where there is one)."""
     text = f"waits for {goal(obj)}; now {health.message}"
     unready = podtrouble.not_ready(pods or [], MAX_PODS)
+    for i, shown in enumerate(unready):
+        name = shown.removeprefix("pod ").partition(" not ready: ")[0]
+        if probes and name in probes and shown.endswith("readiness probe not passing"):
+            unready[i] = f"pod {name} not ready: {probes[name][:1].lower()}{probes[name][1:]}"
     if unready:
         text += "; " + "; ".join(unready)
         more = sum(not podtrouble.ready(p) for p in pods or []) - len(unready)

@@ -721,8 +721,7 @@ class Runner:
             job_items = [t for t in tracked if jobs.is_job(t.key)]
             settling = [t for t in tracked if t.settler is not None]
 
-            def waiting() -> list[tuple[str, str]]:
-                return [(str(k), self._blocked(by_key[k], states[k])) for k in states if k in running]
+            waiting = partial(self._waiting, by_key, states, running)
 
             while running:
                 now = self.clock.monotonic()
@@ -797,9 +796,26 @@ class Runner:
                 changed += [t for t in chunk if self._pod_problems_changed(t, pods)]
         return changed
 
-    def _blocked(self, t: Tracked, state: Health) -> str:
-        """Why ``t`` is still waiting, in one line (blocked.py): its goal, its health, its unready pods."""
-        return blocked.line(t.live, state, t.settler.pods if t.settler is not None else None)
+    def _waiting(
+        self, by_key: dict[Key, Tracked], states: dict[Key, Health], running: set[Key]
+    ) -> list[tuple[str, str]]:
+        """Each object still waiting, and why it is blocked: computed only when an error needs it."""
+        probes: dict[str, dict[str, str]] = {}
+        return [(str(k), self._blocked(by_key[k], states[k], probes)) for k in states if k in running]
+
+    def _blocked(self, t: Tracked, state: Health, probes: dict[str, dict[str, str]]) -> str:
+        """Why ``t`` is still waiting, in one line (blocked.py): its goal, its health, its unready pods
+        with their latest probe failure (``probes``: by namespace, from its Events, read once and only
+        now: the step has failed)."""
+        pods = t.settler.pods if t.settler is not None else None
+        namespace = t.key.namespace
+        if pods and not all(podtrouble.ready(p) for p in pods) and namespace not in probes:
+            try:
+                events = self.api.list(self.api.resource("v1", "Event"), namespace, "")
+            except RunnerError:
+                events = []  # a courtesy: the pods' status has said the rest
+            probes[namespace] = blocked.probe_failures(events)
+        return blocked.line(t.live, state, pods, probes.get(namespace))
 
     def _start_settling(self, t: Tracked) -> None:
         """A workload gets its settle state (settle.py) and a first look at its pods."""

@@ -98,12 +98,13 @@ def test_a_job_whose_configmap_is_missing_fails_naming_the_configmap(
 def test_a_step_timeout_says_why_each_object_is_blocked(apply: Apply, namespace: str, app: str) -> None:
     web = runs(deployment("web", 0, replicas=1), app, "trap 'exit 0' TERM; sleep infinity & wait")
     web["metadata"]["annotations"]["krmfn.dev/step-timeout"] = "6s"
-    web["spec"]["template"]["spec"]["containers"][0]["readinessProbe"] = {
-        "exec": {"command": ["false"]}, "periodSeconds": 1}  # fmt: skip
+    probe = ["sh", "-c", "echo schema 9.9.9 missing; exit 1"]
+    web["spec"]["template"]["spec"]["containers"][0]["readinessProbe"] = {"exec": {"command": probe},
+                                                                          "periodSeconds": 1}  # fmt: skip
     out = apply([web], "--wait")
     assert out.code == 1
     assert out.step_results() == [("step0", "timeout")]
     where = f"step step0: not healthy after 6s: Deployment.apps {namespace}/web"
     now = "waits for 1 updated replicas available; now 0 of 1 updated replicas available; pod web-"
     assert f"{where}: {now}" in out.error, out.error
-    assert out.error.endswith("not ready: container main running, readiness probe not passing"), out.error
+    assert out.error.endswith("not ready: readiness probe failed: schema 9.9.9 missing"), out.error
