@@ -167,6 +167,21 @@ def test_the_window_waits_for_the_status_too() -> None:
     assert seen[-1].state == "current" and len(seen) == 7
 
 
+def test_a_list_from_before_the_pods_existed_does_not_make_the_workload_healthy() -> None:
+    # The last look found no pods (they were created since); the status already says rolled out.
+    settler = Settler(window=3)
+    assert settler.observe([]) is None
+    assert not settler.judge(ROLLED_OUT, 0.0).done
+    loop = ("CrashLoopBackOff", "back-off")
+    assert settler.observe([pod(restarts=1, waiting=loop, last=CRASHED)]) is not None  # next look: fails
+    quiet = Settler(window=3)
+    quiet.observe([])
+    assert not quiet.judge(ROLLED_OUT, 0.0).done
+    quiet.observe([pod(restarts=1, last=CRASHED)])  # a restart since the window began: start over
+    assert not quiet.judge(ROLLED_OUT, 3.0).done
+    assert quiet.judge(ROLLED_OUT, 6.0).done
+
+
 def test_window_zero_and_unlisted_pods_leave_the_status_alone() -> None:
     assert Settler(window=0).judge(ROLLED_OUT, 0.0) == ROLLED_OUT
     unlisted = Settler(window=3)

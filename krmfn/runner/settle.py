@@ -17,7 +17,7 @@ status rules (status.py), while a step waits:
    pod of the current template stayed ready and no container restarted; a restart or an unready pod
    starts the window again, once the status is back to rolled out. It plays ``minReadySeconds``'s part
    for every workload, judged by the runner (a workload's own ``minReadySeconds`` still counts, in its
-   status). When the pods cannot be listed, the status alone decides, as before.
+   status). Only when the pods cannot be listed does the status alone decide, as before.
 
 Pure: the engine lists the pods and passes the clock's time.
 """
@@ -112,7 +112,9 @@ class Settler:
 
     def judge(self, found: Health, now: float) -> Health:
         """``found`` (the status rules' health) with the settle window applied."""
-        if found.state != "current" or self.window <= 0 or not self.pods:
+        # No pods listed yet is not "no pods to judge": the last list may predate the pods' creation (the
+        # window then starts without them, and their first look counts their restarts from 0).
+        if found.state != "current" or self.window <= 0 or self.pods is None:
             if found.state != "current":
                 self.since = None
             return found
