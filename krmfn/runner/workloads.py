@@ -2,7 +2,7 @@
 the fail-fast reasons judge (settle.py). Pods of an older template are on their way out and say nothing
 about the rollout: a crash-looping pod of the old ReplicaSet must not fail the new one.
 
-- Deployment: the pods of its ReplicaSet whose ``deployment.kubernetes.io/revision`` is the Deployment's
+- Deployment: the pods of its ReplicaSet of the highest ``deployment.kubernetes.io/revision``
   (the new ReplicaSet, as ``kubectl rollout status`` finds it);
 - StatefulSet: its pods labelled ``controller-revision-hash`` = ``status.updateRevision``;
 - DaemonSet: its pods (a DaemonSet's status names no revision).
@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from krmfn.errors import RunnerError
+from krmfn.numbers import whole
 from krmfn.runner.api import Api
 from krmfn.runner.plan import Key
 from krmfn.runner.settle import KINDS
@@ -52,14 +53,17 @@ def current(
     """The pods of ``pods`` that run ``workload``'s current template (``replicasets``: a Deployment's)."""
     kind, uid = workload.get("kind"), _uid(workload)
     if kind == "Deployment":
-        revision = _annotations(workload).get(REVISION)
-        mine = _owned(replicasets or [], uid)
-        new = [
-            rs
-            for rs in mine
-            if _mapping(_mapping(rs.get("metadata")).get("annotations")).get(REVISION) == revision
+        # The new ReplicaSet is the one of the highest revision: the Deployment's own revision annotation
+        # is written by its controller after the apply answered, so the object the runner holds may lack it.
+        mine = [
+            (whole(str(_annotations(rs).get(REVISION)), 2**63 - 1), rs)
+            for rs in _owned(replicasets or [], uid)
         ]
-        return [p for rs in new for p in _owned(pods, _uid(rs))] if revision is not None else []
+        numbered = [(n, rs) for n, rs in mine if n is not None]
+        if not numbered:
+            return []
+        newest = max(n for n, _ in numbered)
+        return [p for n, rs in numbered if n == newest for p in _owned(pods, _uid(rs))]
     owned = _owned(pods, uid)
     if kind == "StatefulSet":
         revision = _mapping(workload.get("status")).get("updateRevision")
