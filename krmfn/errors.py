@@ -49,6 +49,7 @@ Not KrmfnError, on purpose: each is caught in its own package and never reaches 
     UsageError  (cliargs.py) a command line argparse refuses: one line and exit 2 (function.py, render.py)
     _Usage  (render.py) the same inside ``krmfn render``'s own parser
     UnsafePackagePath  (packagefs.py) reported by package.py with the file, as an OSError is
+    BadAnnotation  (runner/settle_annotations.py) the plan reports it as the object's SourceError
     IntRangeError  (yaml/fast.py) an integer past 64 bits, caught by the YAML readers and writers
     _Unsupported  (yaml/fast.py) a value the event dumper lacks: PyYAML's dumper writes it instead
     Unwritable  (yaml/edit/scalars.py) the faithful writer falls back to writing the document anew

@@ -20,6 +20,8 @@ from krmfn.kobj import annotations_of, is_list_kind, is_local_config, labels_of
 from krmfn.names import api_version_problem, kind_problem, name_problem, namespace_problem
 from krmfn.runner.errors import SourceError
 from krmfn.runner.reserved import APPLYSET_PREFIX, INVENTORY, MAX_JOB_RECORDS
+from krmfn.runner.settle_annotations import KINDS as SETTLED_KINDS
+from krmfn.runner.settle_annotations import BadAnnotation, budget_of, window_of
 from krmfn.scopes import Scopes
 from krmfn.yaml.io import plain
 
@@ -173,6 +175,12 @@ def build_plan(
     misordered = ordering.misorders([step.items for step in grouped.steps], Scopes(flat))
     if misordered:
         raise SourceError(ordering.describe(misordered, [step.name for step in grouped.steps], _who))
+    for item in plan.items:
+        if (item.key.group, item.kind) in SETTLED_KINDS:
+            try:
+                window_of(item.annotations), budget_of(item.annotations)
+            except BadAnnotation as err:
+                raise SourceError(f"{item.key}: {err}") from None
     jobs = sum(item.key.group == "batch" and item.kind == "Job" for item in plan.items)
     if jobs > MAX_JOB_RECORDS:
         raise SourceError(

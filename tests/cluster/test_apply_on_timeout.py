@@ -8,7 +8,7 @@ import io
 import json
 from pathlib import Path
 
-from krmfn.runner import status_cmd
+from krmfn.runner.commands import status_cmd
 
 from .runner_fixtures import Apply, configmap, job
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)

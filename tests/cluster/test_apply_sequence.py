@@ -80,8 +80,8 @@ def test_step_timeout_fails_the_step_and_names_what_was_pending(
     assert out.code == 1  # the message below says the 2 s budget ended it, not the 1 h Job
     assert out.step_results() == [("step0", "timeout")]
     assert (
-        f"step step0: not healthy after 2s: Job.batch {namespace}/slow-migration: running: 1 active"
-        in out.error
+        f"step step0: not healthy after 2s: Job.batch {namespace}/slow-migration: waits for Complete; now "
+        "running: 1 active" in out.error
     )
     assert not exists(kube_client, Deployment, "web", namespace)
 

@@ -23,7 +23,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import ConfigMap, Pod, Secret
 from lightkube.types import PatchType
 
-from krmfn.runner import delete_cmd
+from krmfn.runner.commands import delete_cmd
 from krmfn.runner.inventory.applyset import PART_OF, applyset_id
 
 from .objects import annotations_of, meta
@@ -132,7 +132,7 @@ def test_delete_goes_in_reverse_step_order_and_a_workloads_pods_go_first(
     )
 
     # status: the app is gone; a second delete has nothing to do, and says so with exit 0.
-    from krmfn.runner import status_cmd
+    from krmfn.runner.commands import status_cmd
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):

@@ -47,6 +47,7 @@ from krmfn.runner.cluster.api import (
     segment,
 )
 from krmfn.runner.cluster.kubeconfig import GuardedAuth, auth_description, load_config, safe_reason
+from krmfn.runner.cluster.logtext import served
 from krmfn.runner.cluster.wire import MAX_ERROR_BODY, Reply, ServerWire, server_pool
 from krmfn.runner.errors import AnswerTooLarge, ClusterUnreachable, Interrupted, KubeconfigError
 
@@ -289,9 +290,10 @@ class HttpApi:
         target = _target(f"/api/v1/namespaces/{segment(namespace)}/pods/{segment(name)}/log", params)
         try:
             with self._wire.open("GET", target, None, self._headers, LOGS) as response:
-                if response.status != 200:
-                    return None
-                return response.read_prefix(LOG_LIMIT_BYTES).decode("utf-8", "replace")
+                # Every log answer is judged by logtext.served: the kubelet writes some errors into the
+                # body of a 200, and no error may be shown as a log line.
+                text = response.read_prefix(LOG_LIMIT_BYTES).decode("utf-8", "replace")
+                return served(response.status, text)
         except Stopped as err:
             raise self._stopped(err, "a log request") from None
         except (NetError, RunnerError):

@@ -49,6 +49,7 @@ from krmfn.runner.events import (
     Wait,
 )
 from krmfn.runner.events import Inventory as InventoryEvent
+from krmfn.runner.health import blocked, podtrouble, settle, workloads
 from krmfn.runner.health.healthexprs import HealthChecks
 from krmfn.runner.health.status import Health, health
 from krmfn.runner.inventory.applyset import JobRecord, Outcome, Parent, as_member
@@ -58,6 +59,7 @@ from krmfn.runner.inventory.members import foreign_inventory, list_members
 from krmfn.runner.inventory.prune import prune, uid_of
 from krmfn.runner.inventory.runs import RunLog
 from krmfn.runner.plan import Item, Key, Plan, Step, key_of
+from krmfn.runner.settle_annotations import budget_of, window_of
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -154,6 +156,10 @@ class Tracked:
     """Log text read while waiting, by (pod, container, previous): the pods may be gone at the failure."""
     failure: tuple[Health, list[joblogs.ContainerLog]] | None = None
     """A failed Job's health with its pods' failures and log lines, looked up once."""
+    settler: settle.Settler | None = None
+    """A workload's settle state (settle.py): its pods' restarts and readiness during the wait."""
+    trouble: Health | None = None
+    """A failure its pods show before its status does (a fail-fast reason, the restart budget spent)."""
 
 
 class Runner:
@@ -703,6 +709,9 @@ class Runner:
         try:
             watched = []
             for t in tracked:
+                self._start_settling(t)
+            self._look_at_workloads([t for t in tracked if t.settler is not None], self.clock.monotonic())
+            for t in tracked:
                 states[t.key] = self._health(t, t.live)
                 self._status(step, t.key, states[t.key], started, quiet, t=t)
                 self._settle(step, t, t.live, states[t.key])
@@ -716,18 +725,17 @@ class Runner:
             # Kept up to date rather than recomputed per event: a step of N objects sees ~N events.
             running = set(pending)
             job_items = [t for t in tracked if jobs.is_job(t.key)]
+            settling = [t for t in tracked if t.settler is not None]
 
-            def waiting() -> list[tuple[str, str]]:
-                return [(str(k), states[k].message) for k in states if k in running]
+            waiting = partial(self._waiting, by_key, states, running)
 
             while running:
                 now = self.clock.monotonic()
                 due = [t for t in job_items if t.key in running and t.live is not None and now >= t.next_poll]
-                for t in self._poll_pods(due, now):
-                    new = self._health(t, t.live)
-                    if new != states[t.key]:
-                        states[t.key] = new
-                        self._status(step, t.key, new, started, quiet, t=t)
+                self._look_at_jobs(step, due, states, now, (started, quiet))
+                running -= self._settled_workloads(step, settling, running, states, (now, started))
+                if not running:
+                    break
                 update = self._next(watcher, deadline, step, waiting)
                 if update is None:
                     continue
@@ -755,7 +763,11 @@ class Runner:
         podFailurePolicy ignores them, or one restarting in place, shows them long before it fails)."""
         if t.settled is not None:
             return t.settled
+        if t.trouble is not None:
+            return t.trouble
         found = self._judge(live)
+        if t.settler is not None:
+            return t.settler.judge(found, self.clock.monotonic())
         if jobs.is_job(t.key) and found.state == "in-progress" and t.problems:
             return Health(found.state, f"{found.message}; {jobs.summary(t.problems)}")
         if jobs.is_job(t.key) and found.state == "failed" and live is not None:
@@ -790,9 +802,95 @@ class Runner:
                 changed += [t for t in chunk if self._pod_problems_changed(t, pods)]
         return changed
 
+    def _waiting(
+        self, by_key: dict[Key, Tracked], states: dict[Key, Health], running: set[Key]
+    ) -> list[tuple[str, str]]:
+        """Each object still waiting, and why it is blocked: computed only when an error needs it."""
+        probes: dict[str, dict[str, str]] = {}
+        return [(str(k), self._blocked(by_key[k], states[k], probes)) for k in states if k in running]
+
+    def _blocked(self, t: Tracked, state: Health, probes: dict[str, dict[str, str]]) -> str:
+        """Why ``t`` is still waiting, in one line (blocked.py): its goal, its health, its unready pods
+        with their latest probe failure (``probes``: by namespace, from its Events, read once and only
+        now: the step has failed)."""
+        pods = t.settler.pods if t.settler is not None else None
+        namespace = t.key.namespace
+        if pods and not all(podtrouble.ready(p) for p in pods) and namespace not in probes:
+            try:
+                events = self.api.list(self.api.resource("v1", "Event"), namespace, "")
+            except RunnerError:
+                events = []  # a courtesy: the pods' status has said the rest
+            probes[namespace] = blocked.probe_failures(events)
+        return blocked.line(t.live, state, pods, probes.get(namespace))
+
+    def _start_settling(self, t: Tracked) -> None:
+        """A workload gets its settle state (settle.py) and a first look at its pods."""
+        if workloads.is_workload(t.key) and t.settled is None and t.live is not None:
+            notes = annotations_of(t.live)
+            t.settler = settle.Settler(window_of(notes), budget_of(notes))
+
+    def _look_at_jobs(
+        self, step: Step, due: list[Tracked], states: dict[Key, Health], now: float, how: tuple[float, bool]
+    ) -> None:
+        """Polls the pods of the Jobs ``due``, reports what changed, raises a fail-fast reason."""
+        for t in self._poll_pods(due, now):
+            new = self._health(t, t.live)
+            if new != states[t.key]:
+                states[t.key] = new
+                self._status(step, t.key, new, *how, t=t)
+            if t.trouble is not None:
+                # Not the Job's outcome (its controller still waits): nothing is recorded, and a run after
+                # the fix waits for the same Job again.
+                raise StepFailed(step.name, str(t.key), t.trouble.message)
+
+    def _settled_workloads(
+        self,
+        step: Step,
+        settling: list[Tracked],
+        running: set[Key],
+        states: dict[Key, Health],
+        when: tuple[float, float],
+    ) -> set[Key]:
+        """The workloads of ``settling`` that are done now, their pods listed again when due."""
+        now, started = when
+        live = [t for t in settling if t.key in running and t.live is not None]
+        self._look_at_workloads([t for t in live if now >= t.next_poll], now)
+        return {t.key for t in live if self._settled(step, t, states, now, started)}
+
+    def _settled(self, step: Step, t: Tracked, states: dict[Key, Health], now: float, started: float) -> bool:
+        """Whether a workload is done (settle.py); reports a change of its health, raises its failure.
+        Called at every tick: the settle window ends without an event."""
+        assert t.live is not None
+        new = self._health(t, t.live)
+        if new != states[t.key]:
+            states[t.key] = new
+            self._status(step, t.key, new, started, quiet=False, t=t)
+        self._settle(step, t, t.live, new)
+        return new.done
+
+    def _look_at_workloads(self, due: list[Tracked], now: float) -> None:
+        """Lists the current pods of the workloads ``due`` for their settle rule (one request per namespace
+        for up to workloads.PER_LIST of them), and polls them again after POD_POLL."""
+        by_namespace: dict[str, list[Tracked]] = {}
+        for t in due:
+            t.next_poll = now + POD_POLL
+            by_namespace.setdefault(t.key.namespace, []).append(t)
+        for namespace, group in by_namespace.items():
+            lives = [t.live for t in group if t.live is not None]
+            for t, pods in zip(group, workloads.current_pods(self.api, namespace, lives), strict=True):
+                assert t.settler is not None
+                t.trouble = t.settler.observe(pods)
+
     def _pod_problems_changed(self, t: Tracked, pods: list[dict[str, Any]]) -> bool:
         assert t.live is not None
-        found = jobs.pod_problems(_owned_by(pods, t.live), t.live.get("spec") or {})
+        owned = _owned_by(pods, t.live)
+        # A Job's pods that cannot start fail the step at once; its crash loops (restartPolicy OnFailure)
+        # are its backoffLimit's to judge.
+        stuck = podtrouble.stuck(owned, crash_loops=False)
+        if stuck:
+            t.trouble = Health("failed", stuck[0].describe())
+            return True
+        found = jobs.pod_problems(owned, t.live.get("spec") or {})
         if not found or found == t.problems:
             return False  # pods of a finished attempt may be gone: keep what was seen
         t.problems = found

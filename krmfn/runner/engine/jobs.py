@@ -13,6 +13,7 @@ from krmfn.jobhash import name_hash, spec_hash
 from krmfn.jobspec import digest, run_identity
 from krmfn.k8snames import JOB_NAME_MAX, trim_for_suffix
 from krmfn.runner.errors import InvalidObject
+from krmfn.runner.health import podtrouble
 from krmfn.runner.inventory.applyset import JobRecord, Outcome, Parent
 from krmfn.runner.plan import Item, Key
 from krmfn.yaml.io import plain
@@ -23,10 +24,7 @@ RECREATE_ON_FAILURE = ("krmfn.dev/recreate-on-failure", "fluxcd.controlplane.io/
 JOB_BASE_NAME = "krmfn.dev/job-base-name"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 # Waiting reasons of a container that will not start by itself: shown at once while waiting.
-STUCK_REASONS = frozenset(
-    {"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError",
-     "CreateContainerError", "RunContainerError"}
-)  # fmt: skip
+STUCK_REASONS = podtrouble.FAIL_FAST
 
 
 def run_hash(job: dict[str, Any]) -> str:
