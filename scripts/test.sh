@@ -19,6 +19,7 @@ bash tests/cluster/build-flux-operator.sh >/dev/null
 # Helm 3 and 4 for tests/test_helm.py (Apache-2.0, built into the cache as test tools).
 bash tests/cluster/build-helm.sh >/dev/null
 bash scripts/fetch-resourceset-crd.sh >/dev/null  # the export tests' Flux Operator CRD, into the cache
+bash scripts/fetch-peer-manifests.sh >/dev/null  # Gatekeeper's chart, Argo CD's sets: tests/test_peer_manifests.py
 # A real OCI registry for set-image's registry lookups (Debian's docker-registry package).
 if ! command -v docker-registry >/dev/null; then
   if [ "$(id -u)" = 0 ]; then
