@@ -28,7 +28,7 @@ from krmfn.yaml.io import load_all_fast
 
 CHART = ROOT / "tests" / "testdata" / "helm" / "shop"
 PLUGIN = ROOT / "helm-plugin" / "krmfn"
-HELM_VERSIONS = {"helm3": "v3.22.0", "helm4": "v4.3.1"}
+HELM_VERSIONS = {"helm3": "v3.21.4", "helm4": "v4.3.1"}
 ORDERED = """\
 apiVersion: fn.krmfn.dev/v1alpha1
 kind: Render

@@ -12,7 +12,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/cache-env.sh"
 
-HELM3_VERSION=v3.22.0
+HELM3_VERSION=v3.21.4
 HELM4_VERSION=v4.3.1
 
 # build MAJOR VERSION: `go install` of cmd/helm at that version, with the version Helm prints stamped in.

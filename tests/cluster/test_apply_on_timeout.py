@@ -19,7 +19,7 @@ ON_TIMEOUT = {"krmfn.dev/on-timeout": "continue"}
 def test_a_step_that_times_out_with_continue_is_recorded_and_the_run_goes_on(
     apply: Apply, kubeconfig: Path, namespace: str
 ) -> None:
-    stuck = job("warm-cache", 0, slow="1h", timeout="1s", annotations=ON_TIMEOUT)
+    stuck = job("warm-cache", 0, slow="1h", timeout="1s", annotations=ON_TIMEOUT)  # timeout under test
 
     out = apply([stuck, configmap("after", 1, a="1")])
 
@@ -40,7 +40,8 @@ def test_a_step_that_times_out_with_continue_is_recorded_and_the_run_goes_on(
 
 
 def test_without_continue_the_same_timeout_stops_the_run(apply: Apply, namespace: str) -> None:
-    out = apply([job("warm-cache", 0, slow="1h", timeout="1s"), configmap("after", 1, a="1")])
+    stuck = job("warm-cache", 0, slow="1h", timeout="1s")  # timeout under test
+    out = apply([stuck, configmap("after", 1, a="1")])
     assert out.code == 1 and out.step_results() == [("step0", "timeout")]
     assert f"ConfigMap {namespace}/after" not in out.actions()
 

@@ -214,7 +214,7 @@ def test_a_step_that_times_out_on_a_finalizer_leaves_the_inventory_and_a_record(
     assert (out := apply([configmap("first", 0, a="1"), configmap("held", 1, a="1")])).code == 0, out.error
     _hold(kube_client, "held", namespace, [HOLD])
 
-    out = delete(kubeconfig, namespace, "--step-timeout", "1s")
+    out = delete(kubeconfig, namespace, "--step-timeout", "1s")  # timeout under test
 
     assert out.code == 1, out.events
     assert "not gone after 1s" in out.error and HOLD in out.error and "run krmfn delete again" in out.error

@@ -97,7 +97,7 @@ def test_a_job_whose_configmap_is_missing_fails_naming_the_configmap(
 
 def test_a_step_timeout_says_why_each_object_is_blocked(apply: Apply, namespace: str, app: str) -> None:
     web = runs(deployment("web", 0, replicas=1), app, "trap 'exit 0' TERM; sleep infinity & wait")
-    web["metadata"]["annotations"]["krmfn.dev/step-timeout"] = "6s"
+    web["metadata"]["annotations"]["krmfn.dev/step-timeout"] = "6s"  # timeout under test
     probe = ["sh", "-c", "echo schema 9.9.9 missing; exit 1"]
     web["spec"]["template"]["spec"]["containers"][0]["readinessProbe"] = {"exec": {"command": probe},
                                                                           "periodSeconds": 1}  # fmt: skip
