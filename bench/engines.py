@@ -13,7 +13,11 @@ The deploy is tests/testdata/export-staged-deploy rendered with kpt (set-steps w
 - the Flux Operator v0.58.1 running the ``krmfn export resourceset`` output (total = ResourceSet
   creation to its Ready condition turning True);
 - ``kpt live apply`` of the same directory (total = process start to exit; its ResourceGroup CRD is
-  installed once, before the rounds).
+  installed once, before the rounds);
+- Helm 3 (``helm upgrade --install --wait``) of a chart made of the same objects, the migration Job a
+  ``pre-install,pre-upgrade`` hook and the warm-up Job a ``post-install,post-upgrade`` hook, as a Helm
+  chart writes a staged deploy (total = process start to exit); ``--upgrades`` also times a second
+  ``helm upgrade`` and a second ``krmfn apply`` with nothing changed (Helm runs both hooks again).
 
 Step gap: one observer for all three, a watch on the namespace's Jobs, Deployments, ConfigMaps and
 Services. For each step boundary, the time from the step's objects being healthy (the migration Job
@@ -38,6 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+import yaml  # noqa: E402
 from cluster.cluster import Cluster, create_namespace  # noqa: E402
 from cluster.engines import (  # noqa: E402
     PLACEHOLDER,
@@ -47,13 +52,16 @@ from cluster.engines import (  # noqa: E402
     render,
     run,
 )
+from e2e import tool  # noqa: E402
 from lightkube import Client  # noqa: E402
 from lightkube.core.resource import NamespacedResource  # noqa: E402
 from lightkube.resources.apps_v1 import Deployment  # noqa: E402
 from lightkube.resources.batch_v1 import Job  # noqa: E402
 from lightkube.resources.core_v1 import ConfigMap, Service  # noqa: E402
 
-ENGINES = ("krmfn apply", "Flux Operator", "kpt live apply")
+ENGINES = ("krmfn apply", "Flux Operator", "kpt live apply", "Helm upgrade")
+HOOKS = {"db-migration.yaml": "pre-install,pre-upgrade", "cache-warmup.yaml": "post-install,post-upgrade"}
+"""The Helm chart's hooks: which of the package's files become which hook."""
 # (the object that makes the step healthy, the objects of the next step)
 BOUNDARIES = (
     (("Job", "db-migration"), {("ConfigMap", "warmup-script"), ("Service", "app"), ("Deployment", "app")}),
@@ -174,20 +182,55 @@ def kpt_live(cluster: Cluster, package: Path, namespace: str) -> float:
     return time.perf_counter() - start
 
 
+def chart_for(package: Path) -> Path:
+    """The package as a Helm chart: every object a template, the two Jobs hooks (the names the render
+    gave them, so Helm and krmfn create the same objects)."""
+    chart = package.parent / f"{package.name}-chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: staged-deploy\nversion: 0.1.0\n")
+    for file in package.glob("*.yaml"):
+        docs = [d for d in yaml.safe_load_all(file.read_text()) if d and d.get("kind") != "Kptfile"]
+        docs = [
+            d
+            for d in docs
+            if "config.kubernetes.io/local-config" not in (d["metadata"].get("annotations") or {})
+        ]
+        for doc in docs:
+            if file.name in HOOKS:
+                doc["metadata"].setdefault("annotations", {})["helm.sh/hook"] = HOOKS[file.name]
+        if docs:
+            (chart / "templates" / file.name).write_text(yaml.safe_dump_all(docs))
+    return chart
+
+
+def helm_upgrade(cluster: Cluster, package: Path, namespace: str) -> float:
+    chart = package.parent / f"{package.name}-chart"
+    if not chart.exists():
+        chart_for(package)
+    start = time.perf_counter()
+    run([tool("helm3"), "upgrade", "--install", "app", str(chart), "--namespace", namespace, "--wait",
+         "--timeout", "2m", "--kubeconfig", str(cluster.kubeconfig)], package)  # fmt: skip
+    return time.perf_counter() - start
+
+
 RUNNERS: dict[str, Callable[[Cluster, Path, str], float]] = {
     "krmfn apply": krmfn_apply,
     "Flux Operator": flux_operator,
     "kpt live apply": kpt_live,
+    "Helm upgrade": helm_upgrade,
 }
 
 
-def measure(cluster: Cluster, rounds: int, workdir: Path) -> dict[str, tuple[list[float], list[list[float]]]]:
+AGAIN = ("krmfn apply", "Helm upgrade")
+"""The engines ``--upgrades`` runs a second time on the same namespace with nothing changed."""
+Results = dict[str, tuple[list[float], list[list[float]]]]
+
+
+def measure(cluster: Cluster, rounds: int, workdir: Path, again: dict[str, list[float]]) -> Results:
     rendered = render(workdir, PLACEHOLDER, name="rendered")
     run([kpt(), "live", "install-resource-group"], workdir, cluster.kubeconfig)
     client = cluster.client()
-    results: dict[str, tuple[list[float], list[list[float]]]] = {
-        e: ([], [[] for _ in BOUNDARIES]) for e in ENGINES
-    }
+    results: Results = {e: ([], [[] for _ in BOUNDARIES]) for e in ENGINES}
     for n in range(rounds):
         for engine in ENGINES:
             namespace = fresh_namespace(client, engine, n)
@@ -200,6 +243,8 @@ def measure(cluster: Cluster, rounds: int, workdir: Path) -> dict[str, tuple[lis
                 time.sleep(0.05)
             totals, gaps = results[engine]
             totals.append(total)
+            if engine in again:
+                again[engine].append(RUNNERS[engine](cluster, package, namespace))
             for i, gap in enumerate(observer.gaps()):
                 gaps[i].append(gap)
             print(f"round {n + 1} {engine}: {total:.2f}s, gaps {[round(g, 3) for g in observer.gaps()]}",
@@ -207,8 +252,8 @@ def measure(cluster: Cluster, rounds: int, workdir: Path) -> dict[str, tuple[lis
     return results
 
 
-def table(results: dict[str, tuple[list[float], list[list[float]]]], rounds: int) -> None:
-    print(f"### Staged deploy (3 steps), three engines, median of {rounds} run(s)\n")
+def table(results: Results, rounds: int, again: dict[str, list[float]]) -> None:
+    print(f"### Staged deploy (3 steps), {len(ENGINES)} engines, median of {rounds} run(s)\n")
     print("| engine | total s | gap pre-deploy -> deploy | gap deploy -> post-deploy | totals min-max s |")
     print("|---|---:|---:|---:|---:|")
     for engine, (totals, gaps) in results.items():
@@ -216,6 +261,12 @@ def table(results: dict[str, tuple[list[float], list[list[float]]]], rounds: int
         print(
             f"| {engine} | {statistics.median(totals):.2f} | {cells} | {min(totals):.2f}-{max(totals):.2f} |"
         )
+    if again:
+        print(f"\n### The same deploy again, nothing changed, median of {rounds} run(s)\n")
+        print("| engine | total s | min-max s |")
+        print("|---|---:|---:|")
+        for engine, totals in again.items():
+            print(f"| {engine} | {statistics.median(totals):.2f} | {min(totals):.2f}-{max(totals):.2f} |")
 
 
 def _ms(seconds: float) -> str:
@@ -228,12 +279,14 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="smoke mode: 1 round")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--upgrades", action="store_true", help="also time a second run, nothing changed")
     args = parser.parse_args()
     rounds = 1 if args.quick else args.rounds
     with tempfile.TemporaryDirectory(prefix="krmfn-bench-") as tmp, Cluster(Path(tmp) / "cluster") as cluster:
         cluster.start_flux_operator()
-        results = measure(cluster, rounds, Path(tmp))
-    table(results, rounds)
+        again: dict[str, list[float]] = {engine: [] for engine in AGAIN} if args.upgrades else {}
+        results = measure(cluster, rounds, Path(tmp), again)
+    table(results, rounds, again)
 
 
 if __name__ == "__main__":

@@ -5,49 +5,15 @@ every hook at every upgrade), and an image bump runs each changed hook once, und
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
-from e2e import ROOT, tool
 from lightkube import Client
 from lightkube.resources.batch_v1 import Job
-
-from krmfn.yaml.io import load_all_fast
 
 from .objects import meta, status_of
 from .runner_fixtures import Apply
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
-
-CHART = ROOT / "tests" / "testdata" / "helm" / "shop"
-RENDER = """\
-apiVersion: fn.krmfn.dev/v1alpha1
-kind: Render
-metadata: {name: shop}
-setConfigChecksum: {}
-hashJobNames: {}
-setSteps:
-  orderFrom: helm
-  defaultStep: deploy
-  steps: [{name: deploy, timeout: 60s}]
-"""
-
-
-def rendered(tmp_path: Path, image: str) -> list[dict[str, Any]]:
-    chart = subprocess.run(
-        [tool("helm3"), "template", "shop", str(CHART), "--set", f"image={image}"],
-        capture_output=True, text=True, check=True, timeout=120,
-    ).stdout  # fmt: skip
-    config = tmp_path / "render.yaml"
-    config.write_text(RENDER)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    out = subprocess.run(
-        ["krmfn-render", "--fn-config", str(config)], input=chart, capture_output=True, text=True,
-        check=True, timeout=120, env=env,
-    ).stdout  # fmt: skip
-    return [doc for doc in load_all_fast(out) if doc]
+from .shop_chart import rendered
 
 
 def test_a_charts_hooks_run_in_helms_order_and_an_unchanged_hook_job_never_again(
