@@ -92,6 +92,9 @@ class FakeApi:
         self.log_lines: dict[tuple[str, str, bool], str] = {}
         """(pod, container, previous) -> the log a test gives that container."""
         self.log_requests: list[tuple[str, str, bool]] = []
+        self.log_streams: dict[tuple[str, str], list[list[str]]] = {}
+        """``follow_logs``: per (pod, container), the streams its follow requests get, in order."""
+        self.follow_requests: list[tuple[str, str, str]] = []
         self._objects: dict[Key, Obj] = {}
         self._revision = itertools.count(1)
         self._uids = (str(uuid.UUID(int=i)) for i in itertools.count(1))
@@ -212,6 +215,15 @@ class FakeApi:
     ) -> str | None:
         self.log_requests.append((name, container, previous))
         return self.log_lines.get((name, container, previous))
+
+    def follow_logs(
+        self, name: str, namespace: str, container: str, since: str, stop: threading.Event
+    ) -> Iterator[str]:
+        """The next of ``log_streams[(pod, container)]``'s streams (each a list of timestamped lines, as
+        the kubelet sends them with ``timestamps=true``); none left: an empty stream."""
+        self.follow_requests.append((name, container, since))
+        streams = self.log_streams.get((name, container)) or []
+        yield from streams.pop(0) if streams else []
 
     # --- for tests: the store as another client sees it ----------------------------------------------------
 

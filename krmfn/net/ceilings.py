@@ -54,6 +54,9 @@ watch ends as a dropped one does, and is resumed from the last version seen."""
 LOGS = Ceiling("log", 64 * KiB, total=5.0, idle=2.0, connect=2.0)
 """The request asks for ``limitBytes`` 64 KiB; a server that ignores it is read as if it had not:
 the first 64 KiB, then the connection is closed."""
+FOLLOW = Ceiling("log stream", 16 * MiB, total=24 * 3600.0, idle=24 * 3600.0, connect=2.0, max_line=64 * KiB)
+"""``apply --follow``: a container may be silent for as long as its step waits, so only the step's end
+(the request's ``stop``) ends a quiet stream; one line over 64 KiB, or 16 MiB in one stream, ends it."""
 
 # set-image's requests to a registry and its token service.
 TAGS_PAGE = Ceiling("tag list page", 4 * MiB, total=30.0, idle=10.0)

@@ -74,6 +74,20 @@ class Wait:
 
 
 @dataclass(frozen=True)
+class Log:
+    """``apply --follow``: one line a container of a step's Job wrote (follow.py), cut and bounded; the
+    text printers escape it."""
+
+    step: int
+    step_name: str
+    object: str
+    pod: str
+    container: str
+    line: str
+    type: str = "log"
+
+
+@dataclass(frozen=True)
 class Prune:
     object: str
     action: PruneAction
@@ -126,8 +140,8 @@ class Error:
     type: str = "error"
 
 
-Event = Inventory | StepStart | Apply | Status | Wait | Prune | Delete | StepDone | Lock | Error
-EVENT_TYPES = (Inventory, StepStart, Apply, Status, Wait, Prune, Delete, StepDone, Lock, Error)
+Event = Inventory | StepStart | Apply | Status | Wait | Log | Prune | Delete | StepDone | Lock | Error
+EVENT_TYPES = (Inventory, StepStart, Apply, Status, Wait, Log, Prune, Delete, StepDone, Lock, Error)
 
 
 def camel(name: str) -> str:

@@ -148,6 +148,29 @@ def test_an_on_failure_job_restarted_in_place_reports_its_exit_code_and_restarts
         assert all(line.startswith("run ") for line in log["lines"]), log
 
 
+def test_follow_shows_each_line_of_a_job_once_in_order_across_a_restart_in_place(
+    apply: Apply, namespace: str, app: str
+) -> None:
+    # The first run writes three lines and exits 1; restarted in place (OnFailure, the emptyDir kept), the
+    # second writes one more and succeeds: its stream is another, and no line may be lost or repeated.
+    script = (
+        'if [ -f /runs/once ]; then echo "second run"; exit 0; fi; touch /runs/once; '
+        'for i in 1 2 3; do echo "first run $i"; sleep 0.3; done; exit 1'
+    )
+    doc = runs(job("migrate", 0, restart_policy="OnFailure", backoff_limit=2), app, script)
+    spec = doc["spec"]["template"]["spec"]
+    spec["volumes"] = [{"name": "runs", "emptyDir": {}}]
+    spec["containers"][0]["volumeMounts"] = [{"name": "runs", "mountPath": "/runs"}]
+    out = apply([doc], "--wait", "--follow")
+    assert out.code == 0, out.error
+    logs = [e for e in out.events if e["type"] == "log"]
+    assert [e["line"] for e in logs] == ["first run 1", "first run 2", "first run 3", "second run"], logs
+    assert {(e["object"], e["container"], e["stepName"]) for e in logs} == {
+        (f"Job.batch {namespace}/migrate", "main", "step0")}  # fmt: skip
+    done = next(i for i, e in enumerate(out.events) if e["type"] == "step-done")
+    assert all(out.events.index(e) < done for e in logs)  # shown while the step waited, not after
+
+
 def test_an_indexed_job_names_its_one_failing_index_and_its_exit_code(
     apply: Apply, kube_client: Client, namespace: str, app: str
 ) -> None:

@@ -214,6 +214,14 @@ class Api(Protocol):
         or None when the node does not serve them; at most ``LOG_LIMIT_BYTES`` of it."""
         ...
 
+    def follow_logs(
+        self, name: str, namespace: str, container: str, since: str, stop: threading.Event
+    ) -> Iterator[str]:
+        """A container's log lines as they are written, each starting with its RFC 3339 timestamp, from
+        the second ``since`` ("": from the start); ends when the container's log ends, the stream drops or
+        goes over its ceiling (ceilings.py ``FOLLOW``), or within a tick of ``stop`` being set."""
+        ...
+
 
 def as_object_error(key: Key, err: ApiStatusError) -> ObjectError:
     cause = err.message or f"{err.code} {err.reason}"

@@ -29,7 +29,7 @@ from lightkube.config.kubeconfig import SingleConfig
 from krmfn import __version__
 from krmfn.errors import RunnerError
 from krmfn.net.budget import Budget
-from krmfn.net.ceilings import DISCOVERY, LIST, LOGS, OBJECT, TICK, WATCH, Ceiling, seconds
+from krmfn.net.ceilings import DISCOVERY, FOLLOW, LIST, LOGS, OBJECT, TICK, WATCH, Ceiling, seconds
 from krmfn.net.errors import NetError, Stopped, TimedOut, TooLarge, Unreachable
 from krmfn.net.urls import redact
 from krmfn.net.wire import Transport
@@ -298,6 +298,29 @@ class HttpApi:
             raise self._stopped(err, "a log request") from None
         except (NetError, RunnerError):
             return None
+
+    def follow_logs(
+        self, name: str, namespace: str, container: str, since: str, stop: threading.Event
+    ) -> Iterator[str]:
+        """A container's log as it is written (``follow=true``, ``timestamps=true``); see Api."""
+        params = {"container": container, "follow": "true", "timestamps": "true"}
+        if since:
+            params["sinceTime"] = since
+        target = _target(f"/api/v1/namespaces/{segment(namespace)}/pods/{segment(name)}/log", params)
+        try:
+            with self._wire.open(
+                "GET", target, None, self._headers, FOLLOW, cancelled=stop.is_set
+            ) as response:
+                if response.status != 200:
+                    return
+                for line in response.lines(FOLLOW.max_line, FOLLOW.max_bytes, "log stream"):
+                    if stop.is_set():
+                        return
+                    yield line.decode("utf-8", "replace")
+        except (NetError, RunnerError):
+            # Stopped (the step ended, the run's deadline or a signal: the run itself says so), dropped,
+            # or over its ceiling: the follower opens it again or gives up; a courtesy never fails a run.
+            return
 
     # --- transport ---------------------------------------------------------------------------------------
 

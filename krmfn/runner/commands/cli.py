@@ -217,6 +217,9 @@ def parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("--log-lines", type=_log_lines, default=DEFAULT_LINES, metavar="N",
                        help="last log lines of each failed container of a failed Job, in the error and "
                        f"the status event (default {DEFAULT_LINES}; 0: none)")  # fmt: skip
+        p.add_argument("--follow", action="store_true",
+                       help="while a step waits, print the log lines of its Job pods as they are written "
+                       "(prefixed with the Job, pod and container; -o json: log events)")  # fmt: skip
         p.add_argument("--wait-for-lock", type=duration, default=0.0, metavar="DURATION",
                        help="wait this long for another run on the same inventory to finish "
                        "(default: fail at once)")  # fmt: skip
@@ -346,6 +349,7 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
         log_lines=args.log_lines,
         health_checks=health_checks,
         concurrency=args.concurrency,
+        follow=args.follow,
     )
     runner = Runner(api, options, printer, budget=budget)
 

@@ -23,6 +23,7 @@ from krmfn.runner.events import (
     Event,
     Inventory,
     Lock,
+    Log,
     Prune,
     Status,
     StepDone,
@@ -84,6 +85,8 @@ def describe(event: Event) -> str:
             return f"  {event.object}: {event.state}: {event.message} [{elapsed(event.elapsed)}]"
         case Wait():
             return f"  waiting for {len(event.objects)} object(s), timeout {seconds(event.timeout)}"
+        case Log():
+            return f"  | {event.object} {event.pod}/{event.container}: {event.line}"
         case StepDone():
             return f"step {event.step} {event.step_name}: {event.result} in {elapsed(event.elapsed)}"
         case Prune():
@@ -238,8 +241,8 @@ class TtyPrinter:
             for obj, (state, message) in self._rows.items():
                 write_line(self.out, f"  {obj}: {state}" + (f": {message}" if message else ""))
             self._step, self._rows = None, {}
-        elif isinstance(event, Prune | Lock | Inventory | Delete):
-            self._clear()
+        elif isinstance(event, Prune | Lock | Inventory | Delete | Log):
+            self._clear()  # a log line scrolls up above the live block, as a finished step does
             write_line(self.out, describe(event))
 
     def _block(self) -> list[str]:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 import queue
+import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, ParamSpec, Protocol, TypeVar
@@ -24,6 +26,7 @@ from krmfn.kobj import annotations_of
 from krmfn.net.budget import Budget
 from krmfn.runner.cluster.api import Api, ApiStatusError, NoSuchKind, Resource, as_object_error, call
 from krmfn.runner.engine import joblogs, jobs
+from krmfn.runner.engine.follow import Follower
 from krmfn.runner.engine.parallel import DEFAULT_CONCURRENCY, groups, in_order
 from krmfn.runner.engine.waiter import Watched, Watcher
 from krmfn.runner.errors import (
@@ -118,6 +121,8 @@ class Options:
     """Last log lines of each failed container of a failed Job, in the error (``--log-lines``; 0: none)."""
     concurrency: int = DEFAULT_CONCURRENCY
     """Apply requests in flight within a group of one kind rank (parallel.py); 1: one at a time."""
+    follow: bool = False
+    """Stream the logs of each waited step's Job pods as ``Log`` events (``--follow``, follow.py)."""
 
 
 @dataclass
@@ -179,7 +184,8 @@ class Runner:
         self.options = options
         self._runlog = RunLog()
         """The record of this run on the parent (runs.py), for ``krmfn status``."""
-        self.emit = self._runlog.observing(emit)
+        self.emit = self._runlog.observing(_serialised(emit) if options.follow else emit)
+        self._follower = Follower(api, self.emit) if options.follow else None
         self.clock = clock or SystemClock()
         self._signal: int | None = None
         self._resources: dict[Key, Resource] = {}
@@ -418,7 +424,8 @@ class Runner:
                 self.emit(StepDone(step.index, step.name, "applied", self.clock.monotonic() - started))
                 return
             self._flush_parent()
-            self._wait(step, tracked, started, deadline)
+            with self._follow(step, tracked):
+                self._wait(step, tracked, started, deadline)
         except (StepTimeout, RunTimeout):
             self.emit(StepDone(step.index, step.name, "timeout", self.clock.monotonic() - started))
             raise
@@ -699,6 +706,11 @@ class Runner:
             watcher.close()
 
     # --- waiting -----------------------------------------------------------------------------------------
+
+    def _follow(self, step: Step, tracked: list[Tracked]) -> AbstractContextManager[None]:
+        if self._follower is None:
+            return nullcontext()
+        return self._follower.during(step.index, step.name, [t.key for t in tracked if jobs.is_job(t.key)])
 
     def _wait(
         self, step: Step, tracked: list[Tracked], started: float, deadline: float, quiet: bool = False
@@ -993,6 +1005,17 @@ class Runner:
             raise RunTimeout(self.options.timeout, self._during, waiting() if waiting else [])
         if self._inventory is not None:
             self._inventory.check()
+
+
+def _serialised(emit: Callable[[Event], None]) -> Callable[[Event], None]:
+    """``emit`` for several threads (``--follow``'s log streams beside the step loop): one event at a time."""
+    lock = threading.Lock()
+
+    def one_at_a_time(event: Event) -> None:
+        with lock:
+            emit(event)
+
+    return one_at_a_time
 
 
 def _owned_by(pods: list[dict[str, Any]], job: dict[str, Any]) -> list[dict[str, Any]]:

@@ -43,10 +43,15 @@ def last_lines(text: str, count: int) -> tuple[str, ...]:
         return ()
     # The bound holds even where the server ignores limitBytes: the last LOG_LIMIT_BYTES characters only (the
     # first line may then start mid-line, as one cut by limitBytes ends mid-line).
-    lines = [line.removesuffix("\r") for line in text[-LOG_LIMIT_BYTES:].split("\n") if line.strip()]
-    return tuple(
+    lines = [line for line in text[-LOG_LIMIT_BYTES:].split("\n") if line.strip()]
+    return tuple(cut_line(line) for line in lines[-count:])
+
+
+def cut_line(line: str) -> str:
+    """One log line as krmfn shows it: without its ``\r\n``'s ``\r``, at most ``MAX_LINE`` characters."""
+    line = line.removesuffix("\r")
+    return (
         line if len(line) <= MAX_LINE else line[:MAX_LINE] + f"... ({len(line) - MAX_LINE} more characters)"
-        for line in lines[-count:]
     )
 
 
