@@ -30,3 +30,18 @@ build_once() {
   ) 9>"$KRMFN_CACHE/locks/$name.lock" || status=$?
   return "$status"
 }
+
+# publish_once NAME MARKER CMD...: run CMD unless the file MARKER exists and is not empty, under
+# $KRMFN_CACHE/locks/NAME.lock as build_once does: what the scripts fetch into the shared cache (CRDs, peer
+# charts) is written by one checkout at a time, and whoever waited finds it written (two writers of one
+# temporary directory once made a clean CI run fail).
+publish_once() {
+  local name=$1 marker=$2; shift 2
+  [ -s "$marker" ] && return 0
+  mkdir -p "$KRMFN_CACHE/locks"
+  (
+    flock -w 3600 9 || { echo "error: waited an hour for another writer of $name to end" >&2; exit 1; }
+    [ -s "$marker" ] && exit 0
+    "$@"
+  ) 9>"$KRMFN_CACHE/locks/$name.lock"
+}

@@ -14,11 +14,14 @@ set -euo pipefail
 peers="$KRMFN_CACHE/testdata/peers"
 
 # fetch NAME MODULE VERSION SUM DIRS...: copy DIRS (and the module's licence files) of MODULE@VERSION into
-# $peers/NAME-VERSION, once.
+# $peers/NAME-VERSION, once (publish_once: one writer at a time).
 fetch() {
+  publish_once "peers-$1-$3" "$peers/$1-$3/.complete" copy "$@" || exit 1
+}
+
+copy() {
   local name=$1 module=$2 version=$3 sum=$4; shift 4
   local target="$peers/$name-$version"
-  [ -e "$target/.complete" ] && return 0
   command -v go >/dev/null || { echo "error: Go is required to fetch $module" >&2; exit 1; }
   local json dir got
   json=$(go mod download -json "$module@$version") || { echo "error: go mod download $module@$version failed: $json" >&2; exit 1; }

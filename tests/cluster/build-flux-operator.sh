@@ -54,6 +54,6 @@ copy_crds() {
 }
 
 build_once flux-operator "$FLUX_OPERATOR_VERSION-$AUTHN_K8S_VERSION" build_operator
-[ -s "$crds/fluxcd.controlplane.io_resourcesets.yaml" ] || copy_crds || exit 1
+publish_once flux-operator-crds "$crds/fluxcd.controlplane.io_resourcesets.yaml" copy_crds || exit 1
 echo "$KRMFN_BIN/flux-operator"
 echo "$crds"
