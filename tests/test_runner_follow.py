@@ -36,6 +36,8 @@ class StubApi:
         self.listing_fails = False
         self.backoff = 0
         """Reads of the pod that show its containers waiting (a restart's back-off) before they run."""
+        self.restarts = 0
+        self.reads: list[dict[str, Any]] = []
 
     def resource(self, api_version: str, kind: str) -> str:
         return kind
@@ -49,14 +51,20 @@ class StubApi:
         return self.pods
 
     def get(self, res: str, name: str, namespace: str) -> dict[str, Any] | None:
-        """The pod runs while a stream of it is still scripted, then it has succeeded."""
+        """The pod as ``reads`` says, one per read while there are any; then it runs while a stream of
+        it is still scripted (after ``backoff`` reads that show it waiting to restart), then it has
+        succeeded."""
+        if self.reads:
+            return self.reads.pop(0)
         if not any(left for (pod, _), left in self.streams.items() if pod == name):
             return {"status": {"phase": "Succeeded"}}
         state: dict[str, Any] = {"running": {}}
         if self.backoff > 0:
             self.backoff -= 1
+            self.restarts += not self.backoff
             state = {"waiting": {"reason": "CrashLoopBackOff"}}
-        statuses = [{"name": c, "state": state} for (pod, c) in self.streams if pod == name]
+        statuses = [{"name": c, "state": state, "restartCount": self.restarts} for (pod, c) in self.streams
+                    if pod == name]  # fmt: skip
         return {"status": {"phase": "Running", "containerStatuses": statuses}}
 
     def follow_logs(
@@ -185,6 +193,26 @@ def test_a_restart_back_off_is_waited_out_without_requests_and_is_not_an_empty_s
     api.backoff = 2 * follow.EMPTY_REOPENS
     assert [line for _, _, line in lines_of(api)] == ["first run", "second run"]
     assert len(api.requests) == 2  # one stream before the back-off, one after: none while it lasted
+
+
+def test_a_run_that_starts_and_ends_between_two_looks_is_read_too() -> None:
+    """Seen on a real kubelet: restarted in place, the second run wrote its line and exited 0 within one
+    look, so the pod was already Succeeded; only the restart count says there is a run to read."""
+
+    def read(phase: str, restarts: int, state: dict[str, Any]) -> dict[str, Any]:
+        entry = {"name": "main", "state": state, "restartCount": restarts}
+        return {
+            "spec": {"restartPolicy": "OnFailure"},
+            "status": {"phase": phase, "containerStatuses": [entry]},
+        }
+
+    second = [f"{stamp(1)} first run", f"{stamp(3)} second run"]
+    api = StubApi([pod("migrate-x")], {("migrate-x", "main"): [[f"{stamp(1)} first run"], second]})
+    api.reads = [read("Running", 0, {"running": {}}),
+                 read("Succeeded", 1, {"terminated": {"exitCode": 0}}),
+                 read("Succeeded", 1, {"terminated": {"exitCode": 0}})]  # fmt: skip
+    assert [line for _, _, line in lines_of(api)] == ["first run", "second run"]
+    assert len(api.requests) == 2
 
 
 def test_pods_that_cannot_be_listed_never_fail_the_step() -> None:

@@ -155,13 +155,17 @@ class _StepLogs:
     def _follow(self, job: Key, pod: str, container: str) -> None:
         position = _Position()
         empty = 0
+        _, seen = self._state(pod, container)
         while not self._stop.is_set():
             shown = self._read(job, pod, container, position)
             if shown is None:
                 return  # over the byte budget: said so
-            state = self._state(pod, container)
+            state, restarts = self._state(pod, container)
             while state == "waiting" and not self._stop.wait(self._poll):
-                state = self._state(pod, container)  # restarting (a back-off): no request until it runs
+                state, restarts = self._state(pod, container)  # a restart's back-off: no request meanwhile
+            if restarts is not None and restarts != seen:  # a new run, perhaps over already: new lines
+                seen, empty = restarts, 0
+                continue
             if state == "ended":
                 return
             empty = 0 if shown else empty + 1
@@ -197,31 +201,36 @@ class _StepLogs:
             pass  # a courtesy: opened again below, or given up with the container
         return shown
 
-    def _state(self, pod: str, container: str) -> str:
-        """``ended`` when the container will write no more (its pod gone or finished, or it exited and will
-        not restart), ``waiting`` while it is not running (created, or in a restart's back-off),
-        ``running`` otherwise; ``running`` when the pod cannot be read (the stream is tried again)."""
+    def _state(self, pod: str, container: str) -> tuple[str, int | None]:
+        """The container's state and its restart count (None when unknown). The state is ``ended`` when
+        it will write no more (its pod gone or finished, or it exited and will not restart), ``waiting``
+        while it is not running (created, or in a restart's back-off), ``running`` otherwise, and when the
+        pod cannot be read (the stream is tried again).
+        A run that starts and ends between two looks shows only in the count."""
         try:
             live = self._api.get(self._pod_res, pod, self._namespace)
         except RunnerError:
-            return "running"
+            return "running", None
         if live is None:
-            return "ended"
+            return "ended", None
         status = live.get("status") or {}
-        if status.get("phase") in ("Succeeded", "Failed"):
-            return "ended"
+        finished = status.get("phase") in ("Succeeded", "Failed")
         init = status.get("initContainerStatuses") or []
         for entry in [*init, *(status.get("containerStatuses") or [])]:
             if entry.get("name") != container:
                 continue
+            restarts = entry.get("restartCount")
+            count = restarts if isinstance(restarts, int) else 0
             state = entry.get("state") or {}
+            if finished:
+                return "ended", count
             if "running" in state:
-                return "running"
+                return "running", count
             done = state.get("terminated") or {}
             if done and (done.get("exitCode") == 0 and (entry in init or _never_restarts(live))):
-                return "ended"
-            return "waiting"
-        return "ended"  # no such container any more
+                return "ended", count
+            return "waiting", count
+        return "ended", None  # no such container any more
 
     def _say(self, job: Key, pod: str, container: str, line: str) -> None:
         self._emit(Log(self._step[0], self._step[1], str(job), pod, container, line))
