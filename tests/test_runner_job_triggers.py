@@ -15,6 +15,8 @@ from krmfn.functions.hash_job_names import FUNCTION as HASH
 from krmfn.jobspec import IMMUTABLE_SPEC_FIELDS
 from krmfn.runner.cluster.api import ApiStatusError, Resource
 from krmfn.runner.engine import jobs
+from krmfn.runner.engine.diff import Change
+from krmfn.runner.engine.differ import Differ, DiffOptions
 from krmfn.runner.engine.engine import Options, Result, Runner
 from krmfn.runner.errors import JobSpecChanged
 from krmfn.runner.events import Apply, Event
@@ -196,3 +198,15 @@ def test_a_dry_run_says_the_same() -> None:
     assert cluster.apply(docs(hash_from=TRIGGERS)).error is None
     assert cluster.apply(docs(level="debug", hash_from=TRIGGERS), dry_run=True).error is None
     assert [a for _, a, _ in cluster.job_events()] == ["skipped"]
+
+
+def test_krmfn_diff_shows_the_same_run_for_a_change_outside_the_triggers() -> None:
+    cluster = Cluster()
+    assert cluster.apply(docs(hash_from=TRIGGERS)).error is None
+    differ = Differ(
+        cluster.api, DiffOptions(applyset="krmfn", applyset_source="--applyset", namespace="apps")
+    )
+    plan = build_plan(docs(level="debug", hash_from=TRIGGERS), namespace="apps", default_timeout=30)
+    [change] = [c for c in differ.changes(plan) if isinstance(c, Change) and c.object.startswith("Job.batch")]
+    assert change.detail == "the same run (its triggers are unchanged)"
+    assert change.before == change.after  # nothing of it would change
