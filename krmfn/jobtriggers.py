@@ -35,6 +35,7 @@ HASH_FROM = "krmfn.dev/hash-from"
 FIELD = f"metadata.annotations.{HASH_FROM}"
 RUN_HASH_LENGTH = 32
 MAX_TRIGGERS = 16
+MAX_VALUE = 4096  # characters: 16 field paths of 256; a longer value is refused before it is echoed
 FORMS = "spec, image, image:<container>, configmap/<name>, secret/<name> or field:<path>"
 _KINDS = {"configmap": "ConfigMap", "secret": "Secret"}
 
@@ -86,6 +87,8 @@ def parse_triggers(value: object) -> tuple[Trigger, ...]:
         raise TriggerError("expected a comma-separated string of triggers")
     if not value.strip():
         raise TriggerError(f"is empty: name at least one trigger ({FORMS})")
+    if len(value) > MAX_VALUE:
+        raise TriggerError(f"is longer than {MAX_VALUE} characters")
     entries = value.split(",")
     if len(entries) > MAX_TRIGGERS:
         raise TriggerError(f"names {len(entries)} triggers, more than {MAX_TRIGGERS}")

@@ -268,6 +268,8 @@ REFUSED: list[tuple[Any, str, Callable[[list[Doc]], list[Doc]] | None]] = [
     ("field:spec.template[0]", "spec.template is not a list", None),
     (",".join(f"field:spec.a{i}" for i in range(17)), "names 17 triggers, more than 16", None),
     (7, "expected a comma-separated string of triggers", None),
+    ("image:" + "a" * 5000, "is longer than 4096 characters", None),
+    ("image:a\x1b[2J", "'a\\x1b[2J' is not a container name", None),
 ]  # fmt: skip
 
 
