@@ -319,3 +319,15 @@ def test_a_config_entry_that_names_nothing_in_the_job_says_the_config_wrote_it()
     [error] = _hash_errors(stream(), config({"hashFrom": ["image:nope"]}))
     assert "no container 'nope'" in error["message"]
     assert "written from the functionConfig's triggers" in error["message"]
+
+
+def test_triggers_on_a_cronjob_are_a_warning_naming_it() -> None:
+    template = {"spec": copy.deepcopy(stream()[0]["spec"])}
+    cron: Doc = {"apiVersion": "batch/v1", "kind": "CronJob",
+                 "metadata": {"name": "nightly", "annotations": {HASH_FROM: "image"}},
+                 "spec": {"schedule": "0 3 * * *", "jobTemplate": template}}  # fmt: skip
+    text, code = HASH.process(dump_fast({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+                                         "items": [cron]}))  # fmt: skip
+    [warning] = [r for r in _load_fast(text)["results"] if r["severity"] == "warning"]
+    assert code == 0 and "has no effect on a CronJob" in warning["message"]
+    assert warning["resourceRef"]["name"] == "nightly" and warning["field"]["path"] == FIELD

@@ -153,6 +153,13 @@ class Run:
         self.renames.add(ref_of(obj).namespace, name, base, new)
 
     def cronjob(self, obj: Obj) -> None:
+        if HASH_FROM in annotations_of(obj):
+            self.rl.results.warning(
+                f"{HASH_FROM} has no effect on a CronJob: each of its runs is a new Job, named by the "
+                "controller; remove it",
+                obj,
+                field=FIELD,
+            )
         name = metadata(obj).get("name")
         problems = name_problems("CronJob", name) if isinstance(name, str) and name else []
         if problems:
