@@ -64,6 +64,9 @@ Not KrmfnError, on purpose: each is caught in its own package and never reaches 
     SemverError  (functions/set_image/semver.py) set-image's config reports it as the field's error
     AnnotationError  (functions/set_config_checksum/references.py) reported as the resource's result
     ScheduleError  (functions/validate_jobs/cron.py) validate-jobs reports it as a finding
+    TriggerError  (jobtriggers.py) a Job's result in its functions, the object's SourceError in the plan
+    PathError  (triggerpaths.py) jobtriggers.py turns it into the TriggerError of the trigger
+    Conflict  (functions/hash_job_names/triggers.py) hash-job-names reports it as the Job's result
 
 Functions never let these escape as tracebacks: the runtime turns each into an error result, a line on
 stderr and exit code 1. The runner turns its errors into an ``error`` event and a non-zero exit.

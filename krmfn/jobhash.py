@@ -50,12 +50,19 @@ def _without_name_labels(spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
+def spec_identity(spec: Any) -> Any:
+    """What of a spec names its Job: a plain copy without the fields the API server lets change on a live
+    Job (krmfn/jobspec.py) and without the labels the Job controller derives from the name."""
+    canonical = plain(spec) if isinstance(spec, dict) else {"spec": plain(spec)}
+    return run_identity(_without_name_labels(canonical))
+
+
 def spec_hash(spec: Any) -> str:
     """First 8 hex characters of sha256 over the spec as sorted-key JSON of built-in types, without the
     fields the API server lets change on a live Job (krmfn/jobspec.py): changing only those (a TTL, a
-    deadline, ``suspend``) keeps the name, and the runner applies them in place instead of a new run."""
-    canonical = plain(spec) if isinstance(spec, dict) else {"spec": plain(spec)}
-    return digest(run_identity(_without_name_labels(canonical)), HASH_LENGTH)
+    deadline, ``suspend``) keeps the name, and the runner applies them in place instead of a new run.
+    A Job with ``krmfn.dev/hash-from`` triggers hashes those instead (krmfn/jobtriggers.py)."""
+    return digest(spec_identity(spec), HASH_LENGTH)
 
 
 def name_hash(name: str, base: str) -> str | None:

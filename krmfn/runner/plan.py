@@ -16,7 +16,10 @@ from typing import Any
 
 from krmfn import ordering, steps
 from krmfn.duration import SECOND, format_duration
+from krmfn.jobtriggers import FIELD as HASH_FROM_FIELD
+from krmfn.jobtriggers import HASH_FROM, Triggered, TriggerError, of_job
 from krmfn.kobj import annotations_of, is_list_kind, is_local_config, labels_of
+from krmfn.kustomize_names import Names
 from krmfn.names import api_version_problem, kind_problem, name_problem, namespace_problem
 from krmfn.runner.errors import SourceError
 from krmfn.runner.reserved import APPLYSET_PREFIX, INVENTORY, MAX_JOB_RECORDS
@@ -82,6 +85,8 @@ def key_of(obj: dict[str, Any]) -> Key:
 class Item:
     obj: dict[str, Any]
     _key: Key | None = field(default=None, init=False, repr=False, compare=False)
+    triggered: Triggered | None = field(default=None, init=False, repr=False, compare=False)
+    """A Job's ``krmfn.dev/hash-from`` triggers and their hashes (krmfn/jobtriggers.py), over the stream."""
 
     @property
     def key(self) -> Key:
@@ -181,6 +186,7 @@ def build_plan(
                 window_of(item.annotations), budget_of(item.annotations)
             except BadAnnotation as err:
                 raise SourceError(f"{item.key}: {err}") from None
+    _triggers(plan)
     jobs = sum(item.key.group == "batch" and item.kind == "Job" for item in plan.items)
     if jobs > MAX_JOB_RECORDS:
         raise SourceError(
@@ -188,6 +194,20 @@ def build_plan(
             "none deleted by its TTL runs twice); split the stream into several ApplySets (--applyset)"
         )
     return plan
+
+
+def _triggers(plan: Plan) -> None:
+    """Each Job's triggers, hashed over the applied stream as hash-job-names hashed them: the run a Job
+    stands for is its trigger values (a ConfigMap a trigger names must be in the stream)."""
+    names: Names | None = None
+    for item in plan.items:
+        if item.key.group != "batch" or item.kind != "Job" or HASH_FROM not in item.annotations:
+            continue
+        names = names or Names(it.obj for it in plan.items)
+        try:
+            item.triggered = of_job(item.obj, names)
+        except TriggerError as err:
+            raise SourceError(f"{item.key}: {HASH_FROM_FIELD}: {err}") from None
 
 
 def _applied(flat: list[Any], namespace: str, scopes: Scopes) -> Iterator[dict[str, Any]]:

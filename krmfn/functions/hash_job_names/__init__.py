@@ -17,7 +17,7 @@ FUNCTION = Function(
     kind="HashJobNames",
     config=HashJobNamesConfig,
     transform=hash_job_names,
-    summary="rename each Job to <base>-<hash of its spec>; check CronJob name lengths",
+    summary="rename each Job to <base>-<hash of its spec or its hash-from triggers>; check CronJob names",
     example="""
 apiVersion: fn.krmfn.dev/v1alpha1
 kind: HashJobNames
@@ -27,6 +27,9 @@ metadata:
     config.kubernetes.io/local-config: "true"
 exclude:
 - name: one-off-backfill
+triggers:
+- selectors: [{name: db-migration}]
+  hashFrom: [image:migrate, configmap/db-schema]
 """,
 )
 

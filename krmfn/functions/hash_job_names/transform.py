@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 from krmfn import ResourceList, select
 from krmfn.functions.hash_job_names.naming import hashed_name, name_problems_of, spec_hash, unhashed
 from krmfn.functions.hash_job_names.references import Renames, rewrite_references
+from krmfn.functions.hash_job_names.triggers import FROM_CONFIG, Conflict, choose
+from krmfn.jobtriggers import FIELD, HASH_FROM, TriggerError, hash_triggers, parse_triggers, whole_spec
 from krmfn.k8snames import indexed_completions, name_problems
 from krmfn.kobj import (
     Obj,
@@ -33,9 +35,14 @@ def is_kind(obj: Obj, kind: str) -> bool:
 
 
 class Run:
-    def __init__(self, rl: ResourceList) -> None:
+    def __init__(self, rl: ResourceList, config: HashJobNamesConfig) -> None:
         self.rl = rl
+        self.config = config
         self.names = Names(rl.items)
+        # A trigger's ConfigMap or Secret is one that is deployed: local config never is (as the runner,
+        # which never sees it, resolves the same trigger).
+        self.deployed = Names(obj for obj in rl.items if not is_local_config(obj))
+        self.triggered = 0
         self.renames = Renames()
         self.renamed = 0
         self.current = 0
@@ -74,7 +81,10 @@ class Run:
         if not isinstance(spec, dict):
             self.rl.results.error("a Job needs a spec mapping to hash its name from", obj, field="spec")
             return
-        new = hashed_name(base, spec_hash(as_built(obj, self.names)["spec"]))
+        digest = self.digest(obj)
+        if digest is None:
+            return
+        new = hashed_name(base, digest)
         problems = name_problems_of(base, new, indexed_completions(spec))
         if problems:
             field = f"metadata.annotations.{JOB_BASE_NAME}" if from_note else "metadata.name"
@@ -90,6 +100,31 @@ class Run:
             self.rename(obj, name, base, new)
             self.renamed += 1
         set_annotation(obj, JOB_BASE_NAME, base)
+
+    def digest(self, obj: Obj) -> str | None:
+        """The name's hash: of the Job's triggers when it names some, else of its whole spec; None after
+        an error result."""
+        try:
+            value = choose(obj, self.config.triggers, self.rl.results)
+        except Conflict as err:
+            self.rl.results.error(str(err), obj, field=FIELD)
+            return None
+        try:
+            triggers = parse_triggers(value) if value is not None else None
+            if triggers is None or whole_spec(triggers):
+                return spec_hash(as_built(obj, self.names)["spec"])
+            found = hash_triggers(obj, triggers, self.deployed).name_hash
+        except TriggerError as err:
+            shown = value if isinstance(value, str) else None
+            source = (
+                f"; {HASH_FROM} was written from the functionConfig's triggers"
+                if FROM_CONFIG in annotations_of(obj)
+                else ""
+            )
+            self.rl.results.error(f"{err}{source}", obj, field=FIELD, current_value=shown)
+            return None
+        self.triggered += 1
+        return found
 
     def opt_out(self, obj: Obj, name: str, base: str) -> None:
         """An opted-out Job goes back to its base name, so turning hashing off is undone in place too."""
@@ -118,6 +153,13 @@ class Run:
         self.renames.add(ref_of(obj).namespace, name, base, new)
 
     def cronjob(self, obj: Obj) -> None:
+        if HASH_FROM in annotations_of(obj):
+            self.rl.results.warning(
+                f"{HASH_FROM} has no effect on a CronJob: each of its runs is a new Job, named by the "
+                "controller; remove it",
+                obj,
+                field=FIELD,
+            )
         name = metadata(obj).get("name")
         problems = name_problems("CronJob", name) if isinstance(name, str) and name else []
         if problems:
@@ -129,6 +171,8 @@ class Run:
         parts = [f"renamed {self.renamed} Job(s)"]
         if self.current:
             parts.append(f"{self.current} already had their hashed name")
+        if self.triggered:
+            parts.append(f"{self.triggered} named after their triggers ({HASH_FROM})")
         if self.opted_out:
             parts.append(f"{self.opted_out} opted out with {HASH_NAME}=disabled")
         if self.restored:
@@ -139,7 +183,7 @@ class Run:
 
 
 def hash_job_names(rl: ResourceList, config: HashJobNamesConfig) -> None:
-    run = Run(rl)
+    run = Run(rl, config)
     for obj in select(rl.items, config.selectors, config.exclude):
         if is_kind(obj, "Job"):
             run.job(obj)

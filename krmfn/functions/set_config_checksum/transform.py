@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from krmfn import ResourceList, select
+from krmfn.configdigest import checksum
 from krmfn.errors import ConfigError
-from krmfn.functions.set_config_checksum.digest import checksum
 from krmfn.functions.set_config_checksum.keyed import keyed, load_key
 from krmfn.functions.set_config_checksum.references import KINDS, AnnotationError, annotation_refs, merge
 from krmfn.kobj import Obj, annotations_of, is_local_config, ref_of, remove_annotation, set_annotation

@@ -13,6 +13,8 @@ from krmfn.functions.validate_jobs import api
 from krmfn.functions.validate_jobs.cron import ScheduleError, check_schedule
 from krmfn.functions.validate_jobs.timezones import zone_problem
 from krmfn.jobhash import name_hash, spec_hash
+from krmfn.jobtriggers import FIELD as HASH_FROM_FIELD
+from krmfn.jobtriggers import HASH_FROM, TriggerError, of_job
 from krmfn.k8snames import indexed_completions, name_findings
 from krmfn.kobj import Obj, annotations_of, get_path, ref_of
 from krmfn.kustomize_names import Names, as_built
@@ -54,9 +56,13 @@ RULES: dict[str, Rule] = {
     "name-hash-mismatch": Rule(
         "error", "a hashed Job name whose hash is not its spec's (the Job changed after hash-job-names)"
     ),
+    "hash-from-invalid": Rule("error", "a krmfn.dev/hash-from trigger that cannot be read or names nothing"),
+    "hash-from-unhashed": Rule("warning", "krmfn.dev/hash-from on a Job whose name is not hashed"),
 }
 
 JOB_BASE_NAME = "krmfn.dev/job-base-name"
+HASH_NAME = "krmfn.dev/hash-name"
+FORCE = "krmfn.dev/force"
 IDEMPOTENT = "krmfn.dev/idempotent"
 STEP_TIMEOUT = "krmfn.dev/step-timeout"
 RECREATE = ("krmfn.dev/recreate-on-failure", "fluxcd.controlplane.io/recreateOnFailure")
@@ -80,9 +86,10 @@ class Finding(FrozenRecord):
         self.value = value
 
 
-def check(obj: Obj, names: Names | None = None) -> Iterator[Finding]:
+def check(obj: Obj, names: Names | None = None, deployed: Names | None = None) -> Iterator[Finding]:
     """``names``: the ResourceList's objects, so a Job's name hash is checked over its spec as the
-    build will write it (the names kustomize will rewrite, rewritten), as hash-job-names computed it."""
+    build will write it (the names kustomize will rewrite, rewritten), as hash-job-names computed it;
+    ``deployed``: those that are not local config, where a Job's triggers are found (default: ``names``)."""
     kind = str(obj.get("kind"))
     job_spec = "spec" if kind == "Job" else "spec.jobTemplate.spec"
     yield from _name(obj, kind)
@@ -106,7 +113,8 @@ def check(obj: Obj, names: Names | None = None) -> Iterator[Finding]:
         )
     yield from _recreate(obj)
     if kind == "Job":
-        yield from _name_hash(obj, names or Names([obj]))
+        yield from _name_hash(obj, names or Names([obj]), deployed or names or Names([obj]))
+        yield from _hash_from_unhashed(obj)
         yield from _ttl(obj)
         yield from _deadline(obj)
         yield from _backoff(obj)
@@ -159,13 +167,31 @@ def _recreate(obj: Obj) -> Iterator[Finding]:
         )
 
 
-def _name_hash(obj: Obj, names: Names) -> Iterator[Finding]:
+def _name_hash(obj: Obj, names: Names, deployed: Names) -> Iterator[Finding]:
+    try:
+        triggered = of_job(obj, deployed)  # the triggers' hash when the Job names some (jobtriggers.py)
+    except TriggerError as err:
+        yield Finding("hash-from-invalid", str(err), HASH_FROM_FIELD, annotations_of(obj).get(HASH_FROM))
+        return
     name, base, spec = get_path(obj, "metadata.name"), annotations_of(obj).get(JOB_BASE_NAME), obj.get("spec")
     if not isinstance(name, str) or not isinstance(base, str) or not base or not isinstance(spec, dict):
         return
     carried = name_hash(name, base)
     if carried is None:
         return  # renamed by hand since: hash-job-names takes the new name as the base next time
+    if triggered is not None:
+        if carried != triggered.name_hash:
+            yield Finding(
+                "name-hash-mismatch",
+                f"the name's hash {carried} does not match the Job's triggers ({HASH_FROM}: "
+                f"{triggered.text}), which hash to {triggered.name_hash}: something changed a trigger after "
+                "hash-job-names named the Job (an overlay's image, a patch, the ConfigMap), so the changed "
+                "trigger does not run the Job again; run hash-job-names after every transformer that "
+                "changes the Job or what it uses",
+                "metadata.name",
+                name,
+            )
+        return
     actual = spec_hash(as_built(obj, names)["spec"])
     if carried != actual:
         yield Finding(
@@ -178,6 +204,27 @@ def _name_hash(obj: Obj, names: Names) -> Iterator[Finding]:
             "metadata.name",
             name,
         )
+
+
+def _hash_from_unhashed(obj: Obj) -> Iterator[Finding]:
+    """Triggers say when a Job runs again only through its name (or ``krmfn.dev/force``, which re-creates
+    it under the same name): without either a changed trigger keeps the live Job's name, and the apply
+    fails on its immutable spec."""
+    notes = annotations_of(obj)
+    if HASH_FROM not in notes or JOB_BASE_NAME in notes or notes.get(FORCE) == "enabled":
+        return
+    if notes.get(HASH_NAME) == "disabled":
+        why = f"{HASH_NAME}: disabled"
+    else:
+        why = "no krmfn.dev/job-base-name: hash-job-names did not name it"
+    yield Finding(
+        "hash-from-unhashed",
+        f"{HASH_FROM} on a Job whose name is not hashed ({why}): a changed trigger keeps the live Job's "
+        f"name, and krmfn apply fails on its immutable spec; run hash-job-names, or annotate {FORCE}: "
+        "enabled to re-create the Job when a trigger changes",
+        HASH_FROM_FIELD,
+        notes.get(HASH_FROM),
+    )
 
 
 def _ttl(obj: Obj) -> Iterator[Finding]:

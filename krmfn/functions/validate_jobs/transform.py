@@ -14,6 +14,7 @@ KINDS = ("Job", "CronJob")
 def validate_jobs(rl: ResourceList, config: ValidateJobsConfig) -> None:
     counts = dict.fromkeys(KINDS, 0)
     names = Names(rl.items)
+    deployed = Names(obj for obj in rl.items if not is_local_config(obj))
     workloads: dict[tuple[str, str], Obj] = {}
     for obj in rl.items:
         if obj.get("kind") in WORKLOAD_KINDS and not is_local_config(obj) and not is_helm_hook(obj):
@@ -25,7 +26,7 @@ def validate_jobs(rl: ResourceList, config: ValidateJobsConfig) -> None:
         if is_local_config(obj):
             continue
         counts[str(kind)] += 1
-        findings = [*check(obj, names), *(hook_same_step(obj, workloads) if kind == "Job" else ())]
+        findings = [*check(obj, names, deployed), *(hook_same_step(obj, workloads) if kind == "Job" else ())]
         for finding in findings:
             level = config.level(finding.rule)
             if level != "off":

@@ -168,7 +168,7 @@ class Differ:
             live = call(key, self.api.get, res, key.name, key.namespace)
         is_job = key.group == "batch" and key.kind == "Job"
         if is_job:
-            wanted = jobs.run_hash(item.obj)
+            wanted = jobs.run_hash_of(item)
             obj["metadata"].setdefault("annotations", {})[jobs.SPEC_HASH] = wanted
             found = self._job(step, item, obj, live=live, parent=parent, wanted=wanted)
             if found is not None:
@@ -208,9 +208,8 @@ class Differ:
             if jobs.is_failed(live) and jobs.enabled(item.annotations, jobs.RECREATE_ON_FAILURE):
                 detail = "failed; deleted and re-created (recreate-on-failure)"
                 return self._change(step, key, obj, before=live, after=obj, detail=detail, action="update")
-            return self._change(
-                step, key, obj, before=live, after=live, detail="the same run (its spec hash is unchanged)"
-            )
+            same = "its spec hash is unchanged" if item.triggered is None else "its triggers are unchanged"
+            return self._change(step, key, obj, before=live, after=live, detail=f"the same run ({same})")
         record, ran_as = parent.jobs.get(f"{key.namespace}/{key.name}"), ""
         if record is None or not jobs.same_run(record, wanted, item.obj):
             record, ran_as = jobs.renamed_run(item, parent, wanted)  # the same run under an older hashed name

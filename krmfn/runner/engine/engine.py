@@ -584,7 +584,7 @@ class Runner:
         is run again only when the inventory has no record of this run (jobspec.py says what a run is),
         or, after a failure, under ``recreate-on-failure``."""
         key, ref = item.key, jobs.job_ref(item.key)
-        wanted = jobs.run_hash(item.obj)
+        wanted = jobs.run_hash_of(item)
         obj["metadata"].setdefault("annotations", {})[jobs.SPEC_HASH] = wanted
         live = call(key, self.api.get, res, key.name, key.namespace)
         if live is not None and (live.get("metadata") or {}).get("deletionTimestamp"):
@@ -603,6 +603,11 @@ class Runner:
         except InvalidObject as err:
             if not jobs.is_immutable_error(str(err)):
                 raise
+            kept = jobs.same_triggers(item, live, wanted, jobs.enabled(item.annotations, jobs.FORCE))
+            if kept is not None:  # a change outside the Job's triggers: not a new run (jobs.py)
+                self._record(ref, wanted, kept.outcome)
+                self._report_apply(step, key, "skipped", kept.why)
+                return Tracked(key, res, live)
             if not jobs.enabled(item.annotations, jobs.FORCE):
                 raise JobSpecChanged(str(key), jobs.spec_changed(item, err.cause)) from None
             tracked = self._force_recreate(step, key, res, obj, deadline, why="spec changed")

@@ -11,6 +11,7 @@ from typing import Any, TypeGuard
 
 from krmfn.jobhash import name_hash, spec_hash
 from krmfn.jobspec import digest, run_identity
+from krmfn.jobtriggers import HASH_FROM
 from krmfn.k8snames import JOB_NAME_MAX, trim_for_suffix
 from krmfn.runner.errors import InvalidObject
 from krmfn.runner.health import podtrouble
@@ -32,6 +33,12 @@ def run_hash(job: dict[str, Any]) -> str:
     canonical JSON. Stamped on the Job and kept in the inventory's record: equal hashes, the same run, so
     a Job deleted by its TTL is not run again when only its TTL (or another mutable field) changed."""
     return digest(run_identity(plain(job.get("spec") or {})), 32)
+
+
+def run_hash_of(item: Item) -> str:
+    """The run ``item`` stands for: its triggers' values when it names some (``krmfn.dev/hash-from``,
+    hashed by the plan over the stream, as hash-job-names hashed them into its name), else ``run_hash``."""
+    return item.triggered.run_hash if item.triggered is not None else run_hash(item.obj)
 
 
 def legacy_spec_hash(job: dict[str, Any]) -> str:
@@ -238,6 +245,51 @@ def same_run(record: JobRecord, wanted: str, job: dict[str, Any]) -> bool:
     return record.spec_hash == (legacy_spec_hash(job) if record.legacy else wanted)
 
 
+@dataclass(frozen=True)
+class Kept:
+    """A live Job kept as it ran: its outcome so far and why it is not run again."""
+
+    outcome: Outcome
+    why: str
+
+
+def same_triggers(item: Item, live: dict[str, Any] | None, wanted: str, forced: bool) -> Kept | None:
+    """A Job with triggers whose changed spec the API server refused in place, when the live Job of this
+    name ran for the same trigger values (its run hash is ``wanted``, its name carries their hash): it is
+    that run, and what changed lies outside the triggers, which by the Job's own word does not run it
+    again. Completed, it is done; running, it is waited for; failed, the failure stands (``forced``
+    re-creates a failed one, as asked). None in every other case, which ``spec_changed`` explains."""
+    triggered = item.triggered
+    notes = ((live or {}).get("metadata") or {}).get("annotations") or {}
+    if triggered is None or live is None or notes.get(SPEC_HASH) != wanted:
+        return None
+    base = item.annotations.get(JOB_BASE_NAME)
+    carried = name_hash(item.key.name, base) if isinstance(base, str) and base else None
+    if carried is not None and carried != triggered.name_hash:
+        return None  # a trigger changed after hash-job-names named the Job: not the same run
+    outcome = outcome_of(live)
+    same = f"under this name for the same triggers ({HASH_FROM}: {triggered.text}); the spec changed since"
+    if outcome == "completed":
+        return Kept(
+            "completed",
+            f"completed {same} only outside them, which does not run it again: the live Job is kept as it "
+            "ran (change a trigger to run it again)",
+        )
+    if outcome == "failed":
+        if forced:
+            return None
+        return Kept(
+            "failed",
+            f"failed {same} only outside them, which does not run it again: change a trigger, or annotate "
+            f"it {RECREATE_ON_FAILURE[0]}: enabled to retry it",
+        )
+    return Kept(
+        "started",
+        f"running {same} only outside them; those changes are not applied (a Job's pod template cannot "
+        "change): waited for as it runs",
+    )
+
+
 def spec_changed(item: Item, cause: str) -> str:
     """Why a Job's rendered spec differs from the live Job of the same name in fields a Job cannot
     change (``cause``: the API server's words), and how to fix the layout."""
@@ -248,14 +300,25 @@ def spec_changed(item: Item, cause: str) -> str:
     spec = item.obj.get("spec")
     if not isinstance(base, str) or not base or not isinstance(spec, dict):
         return f"{fields}; give every change a new Job name with hash-job-names, {force}"
-    carried, actual = name_hash(item.key.name, base), spec_hash(spec)
+    triggered = item.triggered
+    carried = name_hash(item.key.name, base)
+    actual = triggered.name_hash if triggered is not None else spec_hash(spec)
+    hashed = (
+        "the rendered spec" if triggered is None else f"the Job's triggers ({HASH_FROM}: {triggered.text})"
+    )
     if carried is not None and carried != actual:
+        verb = "hashes" if triggered is None else "hash"
         return (
-            f"{fields}: the name's hash {carried} does not match the rendered spec, which hashes to "
+            f"{fields}: the name's hash {carried} does not match {hashed}, which {verb} to "
             f"{actual}, so something changed the Job after hash-job-names named it (an overlay's image, "
             "label or patch) and the changed Job kept the live one's name. Run hash-job-names after every "
             "transformer that changes the Job (in the overlay that sets the final image, after set-image), "
             f"{force}"
+        )
+    if triggered is not None:
+        return (
+            f"{fields}: the live Job under this hashed name ran for other values of {hashed} (its "
+            f"{SPEC_HASH} differs), or was applied by another tool; delete it, {force}"
         )
     return (
         f"{fields}: the live Job under this hashed name runs another spec, applied from a render whose "

@@ -1,4 +1,6 @@
-"""The checksum of a set of ConfigMaps and Secrets: sha256 over one canonical JSON document.
+"""The checksum of a set of ConfigMaps and Secrets: sha256 over one canonical JSON document. One place
+for it: set-config-checksum writes it on pod templates, and a Job's ``configmap/<name>`` and
+``secret/<name>`` triggers (krmfn/jobtriggers.py) hash the same content into the Job's name.
 
 Each object counts by its kind and content only (not its name: see ``content``); entries are sorted and
 JSON keys are sorted, so neither the order of the references nor the order of keys in ``data`` changes
@@ -10,8 +12,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import json
 from typing import Any
 
 from krmfn.kobj import Obj, ref_of
@@ -56,6 +56,9 @@ def content(obj: Obj) -> dict[str, Any]:
 
 
 def checksum(objects: list[Obj]) -> str:
+    import hashlib  # imported here: validate-jobs reads this module without hashing (start-up time)
+    import json
+
     entries = sorted(
         json.dumps(content(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False) for obj in objects
     )
