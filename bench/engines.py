@@ -19,6 +19,11 @@ The deploy is tests/testdata/export-staged-deploy rendered with kpt (set-steps w
   chart writes a staged deploy (total = process start to exit); ``--upgrades`` also times a second
   ``helm upgrade`` and a second ``krmfn apply`` with nothing changed (Helm runs both hooks again).
 
+``--scale 1000,10000`` times instead one step of that many ConfigMaps (no Jobs) through ``krmfn apply``,
+``kpt live apply`` and Helm, each into a fresh namespace (the Flux Operator is left out: a ResourceSet
+holds its objects inline, in one object under etcd's 1.5 MiB). Each total is process start to exit, with
+the client's CPU (user + system of the tool and its children) and peak RSS from ``wait4``.
+
 Step gap: one observer for all three, a watch on the namespace's Jobs, Deployments, ConfigMaps and
 Services. For each step boundary, the time from the step's objects being healthy (the migration Job
 Complete; the Deployment with every replica updated and available) to the first object of the next step
@@ -273,6 +278,86 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms" if abs(seconds) < 1 else f"{seconds:.2f} s"
 
 
+SCALE_ENGINES = ("krmfn apply", "kpt live apply", "Helm upgrade")
+
+
+def configmaps(workdir: Path, namespace: str, count: int) -> Path:
+    """A package of ``count`` ConfigMaps in ``namespace``, as a directory and as a Helm chart beside it."""
+    package = workdir / f"{namespace}"
+    package.mkdir()
+    text = "".join(
+        f"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i:05d}\n  namespace: {namespace}\n"
+        f"data:\n  key: value-{i}\n"
+        for i in range(count)
+    )
+    (package / "configmaps.yaml").write_text(text)
+    chart = package.parent / f"{package.name}-chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: configmaps\nversion: 0.1.0\n")
+    (chart / "templates" / "configmaps.yaml").write_text(text)
+    return package
+
+
+def timed(args: list[str], cwd: Path, kubeconfig: Path) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS MiB) of ``args`` and its children, which must exit 0."""
+    import os
+    import subprocess
+
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(kubeconfig),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
+    with (
+        tempfile.TemporaryFile() as out
+    ):  # a pipe left unread would block a tool that prints a line per object
+        start = time.perf_counter()
+        process = subprocess.Popen(args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            out.seek(0)
+            raise SystemExit(f"{' '.join(args)} failed: {out.read().decode()[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def scale_run(cluster: Cluster, engine: str, package: Path, namespace: str) -> tuple[float, float, float]:
+    kubeconfig = cluster.kubeconfig
+    if engine == "krmfn apply":
+        krmfn = str(Path(sys.executable).parent / "krmfn")
+        return timed([krmfn, "apply", "-f", str(package), "-n", namespace, "--applyset", "configmaps",
+                      "--kubeconfig", str(kubeconfig)],
+                     package, kubeconfig)  # fmt: skip
+    if engine == "kpt live apply":
+        run([kpt(), "live", "init", "--namespace", namespace], package, kubeconfig)
+        return timed([kpt(), "live", "apply", "--reconcile-timeout", "5m"], package, kubeconfig)
+    chart = package.parent / f"{package.name}-chart"
+    helm = [tool("helm3"), "upgrade", "--install", "app", str(chart), "--namespace", namespace]
+    return timed([*helm, "--wait", "--timeout", "10m", "--kubeconfig", str(kubeconfig)], package, kubeconfig)
+
+
+def scale(cluster: Cluster, counts: list[int], rounds: int, workdir: Path) -> None:
+    run([kpt(), "live", "install-resource-group"], workdir, cluster.kubeconfig)
+    client = cluster.client()
+    found: dict[tuple[int, str], list[tuple[float, float, float]]] = {}
+    for count in counts:
+        for n in range(rounds):
+            for engine in SCALE_ENGINES:
+                namespace = fresh_namespace(client, engine, n)
+                package = configmaps(workdir, namespace, count)
+                figures = scale_run(cluster, engine, package, namespace)
+                found.setdefault((count, engine), []).append(figures)
+                wall, cpu, rss = figures
+                print(f"{count} ConfigMaps, round {n + 1}, {engine}: {wall:.2f}s, CPU {cpu:.2f}s, "
+                      f"peak RSS {rss:.0f} MiB", file=sys.stderr)  # fmt: skip
+    print(f"### One step of N ConfigMaps, median of {rounds} run(s)\n")
+    print("| ConfigMaps | engine | total s | client CPU s | client peak RSS MiB |")
+    print("|---:|---|---:|---:|---:|")
+    for (count, engine), runs in found.items():
+        wall, cpu, rss = (statistics.median(r[i] for r in runs) for i in range(3))
+        print(f"| {count:,} | {engine} | {wall:.2f} | {cpu:.2f} | {rss:.0f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -280,8 +365,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smoke mode: 1 round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--upgrades", action="store_true", help="also time a second run, nothing changed")
+    parser.add_argument("--scale", default="", metavar="N,N", help="time one step of N ConfigMaps instead")
     args = parser.parse_args()
     rounds = 1 if args.quick else args.rounds
+    if args.scale:
+        counts = [int(n) for n in args.scale.split(",")]
+        with (
+            tempfile.TemporaryDirectory(prefix="krmfn-bench-") as tmp,
+            Cluster(Path(tmp) / "cluster") as cluster,
+        ):
+            scale(cluster, counts, rounds, Path(tmp))
+        return
     with tempfile.TemporaryDirectory(prefix="krmfn-bench-") as tmp, Cluster(Path(tmp) / "cluster") as cluster:
         cluster.start_flux_operator()
         again: dict[str, list[float]] = {engine: [] for engine in AGAIN} if args.upgrades else {}

@@ -76,9 +76,9 @@ def test_krmfn_cli_dispatches_export(tmp_path: Path, capsys: pytest.CaptureFixtu
     ("content", "message"),
     [
         ("a: [1, 2\n", r"in\.yaml: .*line"),
-        ("- just\n- a list\n", "document 1 is a list, not a Kubernetes object"),
-        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n", r"document 1 \(ConfigMap\) has no metadata.name"),
-        ("kind: ConfigMap\nmetadata: {name: x}\n", "document 1 has no apiVersion"),
+        ("- just\n- a list\n", r"document 1: not a Kubernetes object \(a list\)"),
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n", "document 1: ConfigMap without metadata.name"),
+        ("kind: ConfigMap\nmetadata: {name: x}\n", "document 1: missing apiVersion"),
         ("a: 1\na: 2\n", "duplicate key 'a'"),
     ],
     ids=["malformed-yaml", "not-an-object", "no-name", "no-api-version", "duplicate-key"],

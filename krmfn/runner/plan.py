@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from krmfn import ordering, steps
+from krmfn.cluster_objects import flatten, identity_problem
 from krmfn.duration import SECOND, format_duration
 from krmfn.jobtriggers import FIELD as HASH_FROM_FIELD
 from krmfn.jobtriggers import HASH_FROM, Triggered, TriggerError, of_job
-from krmfn.kobj import annotations_of, is_list_kind, is_local_config, labels_of
+from krmfn.kobj import annotations_of, is_local_config, labels_of
 from krmfn.kustomize_names import Names
-from krmfn.names import api_version_problem, kind_problem, name_problem, namespace_problem
+from krmfn.names import name_problem, namespace_problem
 from krmfn.runner.errors import SourceError
 from krmfn.runner.reserved import APPLYSET_PREFIX, INVENTORY, MAX_JOB_RECORDS
 from krmfn.runner.settle_annotations import KINDS as SETTLED_KINDS
@@ -153,7 +154,7 @@ def build_plan(
     wait: bool | None = None,
 ) -> Plan:
     """Groups, orders and defaults ``objects``. ``wait`` overrides ``krmfn.dev/wait`` for the last step."""
-    flat = [plain(obj) for obj in _flatten(objects)]
+    flat = [plain(obj) for obj in flatten(objects)]
     grouped = steps.group(
         _applied(flat, namespace, Scopes(flat)),
         who=_who,
@@ -243,37 +244,11 @@ def _apply_order(obj: dict[str, Any]) -> tuple[int, str, str, str]:
     return (kind_rank(key.kind), key.namespace, key.name, key.group)
 
 
-def _flatten(objects: Iterable[Any]) -> Iterable[Any]:
-    for obj in objects:
-        if obj is None:
-            continue  # empty documents between `---` separators
-        if is_list_kind(obj):
-            yield from _flatten(obj["items"])
-        else:
-            yield obj
-
-
 def _check_object(obj: Any, position: int) -> None:
     where = f"document {position + 1}"
-    if not isinstance(obj, dict):
-        raise SourceError(f"{where}: not a Kubernetes object (a {type(obj).__name__})")
-    for required in ("apiVersion", "kind"):
-        if not isinstance(obj.get(required), str) or not obj[required]:
-            raise SourceError(f"{where}: missing {required}")
-    problem = api_version_problem(obj["apiVersion"])
+    problem = identity_problem(obj)
     if problem is not None:
-        raise SourceError(f"{where}: apiVersion {obj['apiVersion']!r} is invalid: {problem}")
-    problem = kind_problem(obj["kind"])
-    if problem is not None:
-        raise SourceError(f"{where}: kind {obj['kind']!r} is invalid: {problem}")
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
-        raise SourceError(f"{where}: {obj['kind']} without metadata.name (generateName cannot be applied)")
-    problem = name_problem(group_of(obj["apiVersion"]), obj["kind"], meta["name"])
-    if problem is not None:
-        raise SourceError(f"{where}: {obj['kind']} metadata.name {meta['name']!r} is invalid: {problem}")
-    if not isinstance(meta.get("namespace", ""), str | None):
-        raise SourceError(f"{where}: {obj['kind']} {meta['name']}: metadata.namespace is not a string")
+        raise SourceError(f"{where}: {problem}")
     _check_inventory_keys(obj, where)
 
 
