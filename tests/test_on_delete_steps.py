@@ -347,3 +347,20 @@ def test_the_record_read_back_is_bounded_whatever_the_cluster_holds() -> None:
     parent = Parent.from_live("shop", NS, "1", live)
     assert len(parent.on_delete) == 20 and all(len(name) <= 63 for name in parent.on_delete)
     assert Parent.from_live("shop", NS, "1", Parent("shop", NS, "1").render()).on_delete == []
+
+
+def test_validate_jobs_tells_an_on_delete_step_from_the_step_of_the_same_index() -> None:
+    from krmfn.functions.validate_jobs import FUNCTION as VALIDATE
+
+    hook = obj("Job", "backup", **{"helm.sh/hook": "pre-install", "krmfn.dev/step-index": "0"})
+    web = obj("Deployment", "web", **{"krmfn.dev/step-index": "0"})
+    web["apiVersion"] = "apps/v1"
+
+    def warned(job: Doc) -> bool:
+        text = dump_all_fast([{"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+                               "items": [job, web]}])  # fmt: skip
+        return any("helm-hook-same-step" in str(r.to_dict()) for r in VALIDATE.outcome(text, "fast").results)
+
+    assert warned(hook)  # one step with the Deployment: the class the rule is for
+    hook["metadata"]["annotations"]["krmfn.dev/on-delete"] = "true"
+    assert not warned(hook)  # on-delete step 0 is not step 0

@@ -14,7 +14,7 @@ KINDS = ("Job", "CronJob")
 def validate_jobs(rl: ResourceList, config: ValidateJobsConfig) -> None:
     counts = dict.fromkeys(KINDS, 0)
     names = Names(rl.items)
-    workloads: dict[tuple[str, str], Obj] = {}
+    workloads: dict[tuple[str, str, str], Obj] = {}
     for obj in rl.items:
         if obj.get("kind") in WORKLOAD_KINDS and not is_local_config(obj) and not is_helm_hook(obj):
             workloads.setdefault(step_key(obj), obj)
