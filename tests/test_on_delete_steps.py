@@ -364,3 +364,27 @@ def test_validate_jobs_tells_an_on_delete_step_from_the_step_of_the_same_index()
     assert warned(hook)  # one step with the Deployment: the class the rule is for
     hook["metadata"]["annotations"]["krmfn.dev/on-delete"] = "true"
     assert not warned(hook)  # on-delete step 0 is not step 0
+
+
+def test_delete_reads_the_renders_name_and_on_delete_steps_and_reports_bad_input_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from krmfn.runner.commands.delete_cmd import main, parser
+    from krmfn.runner.commands.delete_input import on_delete_steps, read_render
+
+    source = tmp_path / "render.yaml"
+    source.write_text(dump_all_fast(rendered()))
+    name, docs = read_render(parser().parse_args(["-f", str(source)]))
+    steps = on_delete_steps(docs, NS, 30)
+    assert name == "shop" and steps is not None and [s.name for s in steps] == ["backup", "deregister"]
+    assert read_render(parser().parse_args(["--applyset", "shop"])) == ("shop", None)
+    assert on_delete_steps(None, NS, 30) is None
+    bad = [*rendered(), obj("Job", "typo", **{"krmfn.dev/on-delete": "yes\x1b[2J"})]
+    source.write_text(dump_all_fast(bad))
+    assert main(["delete", "-f", str(source), "--kubeconfig", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.count("\n") == 1
+        and f"Job.batch {NS}/typo: annotation krmfn.dev/on-delete" in err
+        and "\x1b" not in err
+    )
