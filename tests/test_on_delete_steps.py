@@ -17,6 +17,7 @@ from krmfn.errors import InputError
 from krmfn.export import main as export_main
 from krmfn.functions.set_steps import FUNCTION
 from krmfn.runner.commands.delete_cmd import DeleteOptions, Deleter, DeleteResult, exit_code, result_data
+from krmfn.runner.commands.delete_cmd import summary_line as delete_summary
 from krmfn.runner.commands.printers import plan_data, plan_lines, summary_line
 from krmfn.runner.engine.engine import Options, Result, Runner
 from krmfn.runner.events import Apply, Delete, Event, StepDone
@@ -214,6 +215,10 @@ def finish_jobs(failing: set[str]) -> Any:
     return controller
 
 
+def summary_line_of(result: DeleteResult) -> str:
+    return delete_summary(result, DeleteOptions("shop", NS))
+
+
 class App:
     def __init__(self, failing: set[str] | None = None) -> None:
         self.api = FakeApi(NS)
@@ -271,7 +276,10 @@ def test_delete_runs_them_first_in_order_then_deletes_them_first() -> None:
     data = result_data(result, DeleteOptions("shop", NS))
     assert data["onDelete"] == [{"stepName": "backup", "result": "healthy"}, {"stepName": "deregister",
                                                                             "result": "healthy"}]  # fmt: skip
-    assert data["inventory"] == "deleted" and exit_code(result) == 0
+    assert data["inventory"] == "deleted" and exit_code(result) == 0 and data["steps"] == 6
+    assert summary_line_of(result).startswith(
+        "deleted 4 object(s) in 3 step(s), after 2 on-delete step(s), then"
+    )
     assert app.api.object("v1", "Secret", NS, "shop") is None
 
 

@@ -253,10 +253,9 @@ class Deleter:
         if not parent.exists:
             result.absent = True
             return
-        steps = steps_to_run(parent, o.on_delete, o.skip_delete_steps)
+        steps = steps_to_run(parent, o.on_delete, o.skip_delete_steps)  # refused before the lock is taken
         if o.dry_run:
-            first = self._on_delete(steps, parent, result)
-            self._dry_run(parent, self._teardown(parent), result, first)
+            self._dry_run(parent, steps, result)
             return
 
         def start(found: Parent) -> None:
@@ -283,6 +282,7 @@ class Deleter:
             parent.group_kinds = {key.group_kind for key in holding}
             parent.namespaces = {key.namespace for key in holding if key.namespace}
             parent.jobs = {}
+            parent.on_delete = []  # done with (or skipped): deleting what was kept needs no render
             self._runlog.end(None, None)
             inventory.close(parent)
             self._inventory = None
@@ -344,7 +344,9 @@ class Deleter:
             self.emit(Delete(str(kept.key), "kept", kept.why, dry_run=self.options.dry_run))
             result.kept.append(str(kept.key))
 
-    def _dry_run(self, parent: Parent, plan: Teardown, result: DeleteResult, first: int) -> None:
+    def _dry_run(self, parent: Parent, steps: list[Step], result: DeleteResult) -> None:
+        first = self._on_delete(steps, parent, result)  # listed first, as they would run
+        plan = self._teardown(parent)
         self._report_kept(plan, result)
         for position, step in enumerate(plan.steps, first):
             for obj in step.members:
@@ -504,6 +506,7 @@ def summary_line(result: DeleteResult, options: DeleteOptions) -> str:
             "applied here, or deleted already)"
         )
     kept = f", {len(result.kept)} kept" if result.kept else ""
+    teardown_steps = result.steps_done - len(result.on_delete)
     if result.on_delete:
         kept += f", after {len(result.on_delete)} on-delete step(s)"
     if not result.ok:
@@ -513,15 +516,15 @@ def summary_line(result: DeleteResult, options: DeleteOptions) -> str:
     if options.dry_run:
         then = "keep" if result.inventory == "kept" else "delete"
         return (
-            f"dry run: would delete {len(result.deleted)} object(s) in {result.steps_done} step(s){kept}, "
+            f"dry run: would delete {len(result.deleted)} object(s) in {teardown_steps} step(s){kept}, "
             f"then {then} the inventory {where}; nothing was deleted"
         )
     if result.inventory == "kept":
         return (
-            f"deleted {len(result.deleted)} object(s) in {result.steps_done} step(s){kept}; the inventory "
+            f"deleted {len(result.deleted)} object(s) in {teardown_steps} step(s){kept}; the inventory "
             f"{where} stays, listing what was kept{took}"
         )
-    count = f"{len(result.deleted)} object(s) in {result.steps_done} step(s){kept}"
+    count = f"{len(result.deleted)} object(s) in {teardown_steps} step(s){kept}"
     return f"deleted {count}, then the inventory {where}{took}"
 
 
