@@ -278,7 +278,7 @@ def test_delete_runs_them_first_in_order_then_deletes_them_first() -> None:
                                                                             "result": "healthy"}]  # fmt: skip
     assert data["inventory"] == "deleted" and exit_code(result) == 0 and data["steps"] == 6
     assert summary_line_of(result).startswith(
-        "deleted 4 object(s) in 3 step(s), after 2 on-delete step(s), then"
+        "deleted 4 object(s) in 4 step(s), after 2 on-delete step(s), then"
     )
     assert app.api.object("v1", "Secret", NS, "shop") is None
 
