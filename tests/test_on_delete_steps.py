@@ -396,3 +396,15 @@ def test_delete_reads_the_renders_name_and_on_delete_steps_and_reports_bad_input
         and f"Job.batch {NS}/typo: annotation krmfn.dev/on-delete" in err
         and "\x1b" not in err
     )
+
+
+def test_an_inventory_kept_for_a_namespace_needs_no_render_to_finish() -> None:
+    namespace = obj("Namespace", "shop-data", **{"krmfn.dev/step-index": "0"})
+    del namespace["metadata"]["namespace"]
+    app = App()
+    app.apply([*rendered(), namespace])
+    result = app.delete([*rendered(), namespace])
+    assert result.ok and result.inventory == "kept", result.error
+    assert "krmfn.dev/on-delete-steps" not in app.parent_notes()
+    result = app.delete(None, prune_namespaces=True)
+    assert result.ok and app.api.object("v1", "Namespace", "", "shop-data") is None, result.error
