@@ -53,36 +53,34 @@ def exists(
 
 
 class Timeline:
-    """Writes to Jobs and ConfigMaps in a namespace, from watches opened before the delete: (revision,
-    what) with ``what`` ``complete <job>`` when a Job is first seen Complete, ``deleted <kind> <name>``."""
+    """Writes to Jobs and ConfigMaps in a namespace after the etcd revision ``since``: (revision, what),
+    ``what`` being ``complete <job>`` when a Job is first seen Complete, ``deleted <kind> <name>``. The
+    watches start at ``since``, so they miss nothing however late they connect."""
 
-    def __init__(self, client: Client, namespace: str) -> None:
+    def __init__(self, client: Client, namespace: str, since: str) -> None:
         self.seen: list[tuple[int, str]] = []
-        self._lock = threading.Lock()
-        self._ready = {res: threading.Event() for res in (Job, ConfigMap)}
+        self._changed = threading.Condition()
         for res in (Job, ConfigMap):
-            threading.Thread(target=self._watch, args=(client, res, namespace), daemon=True).start()
+            threading.Thread(target=self._watch, args=(client, res, namespace, since), daemon=True).start()
 
-    def _watch(self, client: Client, res: type[Job] | type[ConfigMap], namespace: str) -> None:
+    def _watch(self, client: Client, res: type[Job] | type[ConfigMap], namespace: str, since: str) -> None:
         with contextlib.suppress(Exception):  # the watch outlives its test: the cluster stops under it
             obj: Any
-            for op, obj in client.watch(res, namespace=namespace):
-                self._ready[res].set()  # a ConfigMap is there (kube-root-ca.crt), so both see an ADDED
+            for op, obj in client.watch(res, namespace=namespace, resource_version=since):
                 revision, name = int(meta(obj).resourceVersion or 0), meta(obj).name or ""
-                with self._lock:
+                with self._changed:
                     if op == "DELETED":
                         self.seen.append((revision, f"deleted {res.__name__} {name}"))
                     elif (
                         res is Job and _complete(obj) and f"complete {name}" not in [w for _, w in self.seen]
                     ):
                         self.seen.append((revision, f"complete {name}"))
+                    self._changed.notify_all()
 
-    def wait_ready(self) -> None:
-        for res, ready in self._ready.items():
-            assert ready.wait(60), f"the watch of {res.__name__} never listed its objects"
-
-    def order(self) -> list[str]:
-        with self._lock:
+    def order_once(self, last: str) -> list[str]:
+        """What was seen, in etcd order, once ``last`` has been seen (the watches may lag the delete)."""
+        with self._changed:
+            assert self._changed.wait_for(lambda: last in [w for _, w in self.seen], 60), self.seen
             return [what for _, what in sorted(self.seen)]
 
 
@@ -100,13 +98,12 @@ def test_apply_leaves_the_on_delete_job_out_and_delete_runs_it_before_the_teardo
     assert not exists(kube_client, Job, "backup", namespace)
     parent = kube_client.get(Secret, "krmfn", namespace=namespace)
     assert annotations_of(parent)["krmfn.dev/on-delete-steps"] == "backup"
-    timeline = Timeline(kube_client, namespace)
-    timeline.wait_ready()
+    timeline = Timeline(kube_client, namespace, since=str(meta(parent).resourceVersion))
 
     out = delete(kubeconfig, namespace, "-f", render(tmp_path, docs))
 
     assert out.code == 0, (out.error, out.stderr)
-    order = [w for w in timeline.order() if "kube-root-ca.crt" not in w]
+    order = timeline.order_once("deleted ConfigMap config")
     assert order[0] == "complete backup", order  # completed before anything was deleted
     assert order[1:] == ["deleted Job backup", "deleted ConfigMap web", "deleted ConfigMap config"], order
     # The events say the same: the on-delete step first, healthy, then the teardown's steps after it.
