@@ -6,6 +6,7 @@ tests/cluster/test_delete_steps.py runs them on the control plane."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from krmfn.export import main as export_main
 from krmfn.functions.set_steps import FUNCTION
 from krmfn.runner.commands.delete_cmd import DeleteOptions, Deleter, DeleteResult, exit_code, result_data
 from krmfn.runner.commands.delete_cmd import summary_line as delete_summary
-from krmfn.runner.commands.printers import plan_data, plan_lines, summary_line
+from krmfn.runner.commands.printers import JsonPrinter, plan_data, plan_lines, summary_line
 from krmfn.runner.engine.engine import Options, Result, Runner
 from krmfn.runner.events import Apply, Delete, Event, StepDone
 from krmfn.runner.inventory.applyset import Parent
@@ -255,6 +256,9 @@ def test_apply_never_applies_them_and_records_them_on_the_parent() -> None:
     assert not any(isinstance(e, Apply) and "backup" in e.object for e in app.events)
     assert app.parent_notes()["krmfn.dev/on-delete-steps"] == "backup,deregister"
     assert "on-delete step(s) backup, deregister not applied" in summary_line(result)
+    out = io.StringIO()
+    JsonPrinter(out).summary(result)
+    assert json.loads(out.getvalue())["onDeleteNotApplied"] == ["backup", "deregister"]
     without = [d for d in rendered() if d["metadata"]["name"] not in ("backup", "deregister")]
     app.apply(without)
     assert "krmfn.dev/on-delete-steps" not in app.parent_notes()
