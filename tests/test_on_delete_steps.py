@@ -21,6 +21,7 @@ from krmfn.runner.commands.delete_cmd import DeleteOptions, Deleter, DeleteResul
 from krmfn.runner.commands.delete_cmd import summary_line as delete_summary
 from krmfn.runner.commands.printers import JsonPrinter, plan_data, plan_lines, summary_line
 from krmfn.runner.engine.engine import Options, Result, Runner
+from krmfn.runner.errors import SourceError
 from krmfn.runner.events import Apply, Delete, Event, StepDone
 from krmfn.runner.inventory.applyset import Parent
 from krmfn.runner.plan import build_plan
@@ -387,10 +388,13 @@ def test_delete_reads_the_renders_name_and_on_delete_steps_and_reports_bad_input
     source = tmp_path / "render.yaml"
     source.write_text(dump_all_fast(rendered()))
     name, docs = read_render(parser().parse_args(["-f", str(source)]))
-    steps = on_delete_steps(docs, NS, 30)
+    steps = on_delete_steps(docs, "shop", NS, 30)
     assert name == "shop" and steps is not None and [s.name for s in steps] == ["backup", "deregister"]
     assert read_render(parser().parse_args(["--applyset", "shop"])) == ("shop", None)
-    assert on_delete_steps(None, NS, 30) is None
+    assert on_delete_steps(None, "shop", NS, 30) is None
+    parent_named = [*rendered(), obj("Secret", "shop", **{"krmfn.dev/on-delete": "true"})]
+    with pytest.raises(SourceError, match="is the ApplySet parent"):
+        on_delete_steps(parent_named, "shop", NS, 30)
     bad = [*rendered(), obj("Job", "typo", **{"krmfn.dev/on-delete": "yes\x1b[2J"})]
     source.write_text(dump_all_fast(bad))
     assert main(["delete", "-f", str(source), "--kubeconfig", str(tmp_path / "none")]) == 2

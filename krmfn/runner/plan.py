@@ -292,7 +292,8 @@ def check_applyset(plan: Plan, name: str, namespace: str | None) -> None:
     if problem is not None:
         raise SourceError(f"namespace {namespace!r} of the ApplySet parent is invalid: {problem}")
     parent = Key("", "Secret", namespace, name)
-    if any(item.key == parent for item in plan.items):
+    # The on-delete steps' objects too: applied by krmfn delete, such a Secret would overwrite the parent.
+    if any(item.key == parent for item in plan.items + [it for step in plan.on_delete for it in step.items]):
         raise SourceError(
             f"{parent} is the ApplySet parent (the inventory of this apply) and may not be in the "
             "manifests; rename that Secret, or choose another parent name with --applyset"

@@ -563,7 +563,7 @@ def main(argv: list[str]) -> int:
 
     try:
         name, docs = read_render(args)
-        on_delete_steps(docs, args.namespace or "default", args.step_timeout)  # input errors first
+        on_delete_steps(docs, name, args.namespace or "default", args.step_timeout)  # input errors first
     except RunnerError as err:
         _fail(err)
         return EXIT_USAGE
@@ -584,7 +584,7 @@ def main(argv: list[str]) -> int:
         skip_delete_steps=args.skip_delete_steps, force=args.force,
     )  # fmt: skip
     try:
-        options.on_delete = on_delete_steps(docs, options.namespace, args.step_timeout)
+        options.on_delete = on_delete_steps(docs, name, options.namespace, args.step_timeout)
     except RunnerError as err:
         _fail(err)
         printer.close()

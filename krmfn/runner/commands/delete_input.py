@@ -11,7 +11,7 @@ from typing import Any
 
 from krmfn.runner.errors import SourceError
 from krmfn.runner.inventory.identity import identify
-from krmfn.runner.plan import Step, build_plan
+from krmfn.runner.plan import Step, build_plan, check_applyset
 from krmfn.runner.source import kustomize_build, read_files
 
 
@@ -38,8 +38,13 @@ def read_render(args: argparse.Namespace) -> tuple[str, list[Any] | None]:
     return identify(docs, None, directories, prune=True).name, docs
 
 
-def on_delete_steps(docs: list[Any] | None, namespace: str, default_timeout: float) -> list[Step] | None:
-    """The render's on-delete steps, planned for ``namespace``; None without a render."""
+def on_delete_steps(
+    docs: list[Any] | None, name: str, namespace: str, default_timeout: float
+) -> list[Step] | None:
+    """The render's on-delete steps, planned for ``namespace`` and checked against the inventory ``name``
+    as apply checks its plan (none of them may be the parent); None without a render."""
     if docs is None:
         return None
-    return build_plan(docs, namespace=namespace, default_timeout=default_timeout).on_delete
+    plan = build_plan(docs, namespace=namespace, default_timeout=default_timeout)
+    check_applyset(plan, name, namespace)
+    return plan.on_delete
