@@ -65,7 +65,8 @@ EXIT_CODES = (
     ("0", "the app is gone: every member deleted, then its inventory (or members kept by the Namespace and "
           "CRD guards, the inventory narrowed to them); or there was no inventory of that name: nothing "
           "to delete; or --dry-run listed the order"),
-    ("1", "the teardown failed: a step's objects not gone in time (a finalizer that holds), a refused "
+    ("1", "the teardown failed: an on-delete step failed (nothing deleted), a step's objects not gone in "
+          "time (a finalizer that holds), a refused "
           "delete, the cluster unreachable, the inventory locked or not krmfn's; the inventory still lists "
           "what is left: run again to continue"),
     ("2", "a usage error: no app name (--applyset, or -f/-k with the rendered app), unreadable input, an "
@@ -88,7 +89,8 @@ def parser() -> argparse.ArgumentParser:
         description="Delete what the app's inventory holds, in reverse step order (the last step first), "
         "each step's objects gone (finalizers honoured, workloads' pods first) before the next, then the "
         "inventory itself. Only the inventory's members; Namespaces and CRDs only with the flags prune "
-        "takes; a member annotated krmfn.dev/prune: disabled is left in place. Takes the inventory's lock.",
+        "takes; a member annotated krmfn.dev/prune: disabled is left in place. Takes the inventory's lock. "
+        "With -f/-k, the render's on-delete steps (set-steps onDelete:) are applied first, each waited for.",
         epilog=epilog(EXIT_CODES, EXAMPLES, "docs/runner.md#krmfn-delete"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -110,7 +112,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--enable-exec", action="store_true", help="-k: as for apply")
     p.add_argument("-n", "--namespace", help="the inventory's namespace (default: the kubeconfig context's)")
     p.add_argument("--dry-run", action="store_true",
-                   help="list what would be deleted, in order; deletes nothing, takes no lock")  # fmt: skip
+                   help="list what would be deleted, in order (the on-delete steps first, as a server dry "
+                   "run); deletes nothing, takes no lock")  # fmt: skip
     p.add_argument(
         "--prune-namespaces",
         action="store_true",
@@ -122,7 +125,8 @@ def parser() -> argparse.ArgumentParser:
         help="also delete the CRDs the inventory lists (deletes their custom resources)",
     )
     p.add_argument("--step-timeout", type=duration, default=300.0, metavar="DURATION",
-                   help="how long one step's objects may take to be gone (default 5m)")  # fmt: skip
+                   help="how long one step's objects may take to be gone, and an on-delete step without "
+                   "its own krmfn.dev/step-timeout to be healthy (default 5m)")  # fmt: skip
     p.add_argument("--timeout", type=duration, default=0.0, metavar="DURATION",
                    help="bound the whole teardown, lock wait included (default: none)")  # fmt: skip
     p.add_argument("--wait-for-lock", type=duration, default=0.0, metavar="DURATION",
@@ -558,7 +562,6 @@ def _fail(err: RunnerError | str) -> None:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv[1:])
-
     from krmfn.runner.commands.delete_input import on_delete_steps, read_render
 
     try:
