@@ -416,3 +416,14 @@ def test_an_inventory_kept_for_a_namespace_needs_no_render_to_finish() -> None:
     assert "krmfn.dev/on-delete-steps" not in app.parent_notes()
     result = app.delete(None, prune_namespaces=True)
     assert result.ok and app.api.object("v1", "Namespace", "", "shop-data") is None, result.error
+
+
+def test_an_apply_after_a_stopped_delete_prunes_what_the_delete_applied() -> None:
+    app = App(failing={"backup"})
+    app.apply(rendered())
+    assert not app.delete(rendered()).ok
+    assert app.api.object("batch/v1", "Job", NS, "backup") is not None
+    app.events = []
+    app.apply(rendered())
+    assert app.api.object("batch/v1", "Job", NS, "backup") is None
+    assert app.api.object("v1", "ConfigMap", NS, "web") is not None
