@@ -319,19 +319,12 @@ class Deleter:
             self.emit, clock=self.clock, budget=self.budget, parent=parent, inventory=self._inventory,
             check_stop=self._check_stop, deadline=self._deadline,
         )  # fmt: skip
-        runner.prepare(steps)
-        for step in steps:
+
+        def starting(step: Step) -> None:
             self._step, self._during = (step.index, step.name), f"on-delete step {step.name}"
-            try:
-                result.on_delete.append((step.name, runner.apply_step(step)))
-            except (Interrupted, RunTimeout):
-                raise
-            except RunnerError as err:
-                if not o.force:
-                    raise
-                result.on_delete.append((step.name, "failed"))
-                result.went_on = result.went_on or f"{err} (--force: the teardown went on)"
-            result.steps_done += 1
+
+        result.went_on = runner.apply_all(steps, force=o.force, starting=starting, done=result.on_delete)
+        result.steps_done += len(steps)
         self._step = None
         return len(steps)
 

@@ -104,3 +104,24 @@ class DeleteStepsRunner(Runner):
             err.args = (f"on-delete {text}; nothing of the app was deleted",)
             raise
         return "applied" if self.options.dry_run else "healthy"
+
+    def apply_all(
+        self, steps: list[Step], *, force: bool, starting: Callable[[Step], None], done: list[tuple[str, str]]
+    ) -> str | None:
+        """``prepare``, then each step in order, ``starting`` told before it and (step, result) added to
+        ``done`` after it. A failure raises, unless ``force``: then it is ``failed`` in ``done``, the next
+        steps still run, and the first such error is returned (the teardown goes on past it)."""
+        self.prepare(steps)
+        went_on = None
+        for step in steps:
+            starting(step)
+            try:
+                done.append((step.name, self.apply_step(step)))
+            except (Interrupted, RunTimeout):
+                raise  # stopped from outside: never forced past
+            except RunnerError as err:
+                if not force:
+                    raise
+                done.append((step.name, "failed"))
+                went_on = went_on or f"{err} (--force: the teardown went on)"
+        return went_on
