@@ -19,7 +19,8 @@
     │   └── Stopped                 the run's budget ended it (deadline or signal)
     └── RunnerError                 ``krmfn apply``: the base of runner failures (krmfn/runner/errors.py)
         ├── SourceError             -f/-k input cannot be read, parsed or built
-        │   └── HealthCheckError    a --health-checks entry that cannot be used
+        │   ├── HealthCheckError    a --health-checks entry that cannot be used
+        │   └── DeleteStepsNeeded   krmfn delete: on-delete steps, no render (runner/engine/delete_steps.py)
         ├── ClusterUnreachable      the API server did not answer, even after retries
         │   └── AnswerTooLarge      an answer over its ceiling (krmfn/net/ceilings.py), not retried
         ├── KubeconfigError         the kubeconfig cannot be read or used, or its exec plugin failed

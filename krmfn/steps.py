@@ -14,6 +14,11 @@ its objects says ``krmfn.dev/wait: "true"``.
 Objects annotated ``krmfn.dev/on-failure: "true"`` (set-steps' ``onFailure:`` steps) are grouped the same
 way into ``Steps.on_failure``, apart from the steps: ``krmfn apply`` applies them only when a step fails.
 One name is one step across both lists.
+
+Objects annotated ``krmfn.dev/on-delete: "true"`` (set-steps' ``onDelete:`` steps) are grouped likewise into
+``Steps.on_delete``: ``krmfn apply`` never applies them; ``krmfn delete -f/-k`` applies them, in order and
+each waited for, before the teardown starts (Helm's pre-delete hooks, Argo CD's PreDelete). One name is
+one step across the three lists; an object in both an on-failure and an on-delete step is an error.
 """
 
 from __future__ import annotations
@@ -33,17 +38,19 @@ STEP_INDEX = "krmfn.dev/step-index"
 STEP_TIMEOUT = "krmfn.dev/step-timeout"
 WAIT = "krmfn.dev/wait"
 ON_FAILURE = "krmfn.dev/on-failure"
+ON_DELETE = "krmfn.dev/on-delete"
 ON_TIMEOUT = "krmfn.dev/on-timeout"
 """``continue``: a step that times out is reported and recorded, and the run goes on (``fail``: the
 default, the run stops). Not in STEP_ANNOTATIONS: the exports do not translate it (docs/runner.md)."""
 ON_TIMEOUT_VALUES = ("fail", "continue")
-STEP_ANNOTATIONS = (STEP, STEP_INDEX, STEP_TIMEOUT, WAIT, ON_FAILURE)
+STEP_ANNOTATIONS = (STEP, STEP_INDEX, STEP_TIMEOUT, WAIT, ON_FAILURE, ON_DELETE)
 MAX_STEP_INDEX = 2**31 - 1
 """The highest ``krmfn.dev/step-index`` (Argo CD reads the sync wave written from it as a Go int)."""
 SHOWN = 80
 """Characters of an annotation's value quoted in an error (anyone may write 5,000 digits there)."""
 UNSTEPPED = "default"
 UNSTEPPED_ON_FAILURE = "on-failure"
+UNSTEPPED_ON_DELETE = "on-delete"
 
 
 @dataclass
@@ -69,6 +76,9 @@ class Steps:
     """Whether the final step is health-checked too (earlier steps always are)."""
     on_failure: list[Step] = field(default_factory=list)
     """The steps applied, in order and each waited for, only when a step fails."""
+    on_delete: list[Step] = field(default_factory=list)
+    """The steps ``krmfn delete`` applies, in order and each waited for, before the teardown; never
+    applied by ``krmfn apply``."""
 
     @property
     def first(self) -> Step:
@@ -100,14 +110,20 @@ def group(
     """
     by_index: dict[int | None, list[Obj]] = {}
     failing: dict[int | None, list[Obj]] = {}
+    deleting: dict[int | None, list[Obj]] = {}
     for obj in objects:
-        where = failing if is_on_failure(obj, who, error) else by_index
+        on_failure, on_delete = is_on_failure(obj, who, error), is_on_delete(obj, who, error)
+        if on_failure and on_delete:
+            raise error(f"{who(obj)}: annotations {ON_FAILURE} and {ON_DELETE} are both \"true\"; an object "
+                        "is in one kind of step; re-run set-steps on the whole stream")  # fmt: skip
+        where = failing if on_failure else deleting if on_delete else by_index
         where.setdefault(_index(obj, who, error), []).append(obj)
     steps = _steps(by_index, order, who, error, UNSTEPPED)
-    on_failure = _steps(failing, order, who, error, UNSTEPPED_ON_FAILURE)
-    _check_unique_names(steps + on_failure, error)
+    on_failure_steps = _steps(failing, order, who, error, UNSTEPPED_ON_FAILURE)
+    on_delete_steps = _steps(deleting, order, who, error, UNSTEPPED_ON_DELETE)
+    _check_unique_names(steps + on_failure_steps + on_delete_steps, error)
     wait = bool(steps) and any(str(annotations_of(obj).get(WAIT, "")) == "true" for obj in steps[-1].items)
-    return Steps(steps, wait, on_failure)
+    return Steps(steps, wait, on_failure_steps, on_delete_steps)
 
 
 def _steps(
@@ -137,6 +153,19 @@ def is_on_failure(
     if str(raw) == "true":
         return True
     raise error(f'{who(obj)}: annotation {ON_FAILURE} must be "true" or "false", got {str(raw)!r}')
+
+
+def is_on_delete(
+    obj: Obj, who: Callable[[Obj], str] = describe, error: type[KrmfnError] = InputError
+) -> bool:
+    """Whether ``obj`` belongs to an on-delete step: ``krmfn.dev/on-delete: "true"``; any other value but
+    ``"false"`` is an error (a typo would apply a teardown Job, a drain, on every apply)."""
+    raw = annotations_of(obj).get(ON_DELETE)
+    if raw is None or str(raw) == "false":
+        return False
+    if str(raw) == "true":
+        return True
+    raise error(f'{who(obj)}: annotation {ON_DELETE} must be "true" or "false", got {cut(str(raw), SHOWN)!r}')
 
 
 def index_of(obj: Obj) -> int | None:

@@ -72,11 +72,14 @@ def set_steps(tool_name: str, stream: str, tmp_path: Path) -> subprocess.Complet
     return run(["krmfn-set-steps", "--fn-config", str(config)], stdin=stream)
 
 
-def krmfn_steps(text: str) -> list[tuple[str, set[str]]]:
-    """(step name, objects) in krmfn's step order, from the annotations set-steps wrote."""
+def krmfn_steps(text: str, on_delete: bool = False) -> list[tuple[str, set[str]]]:
+    """(step name, objects) in krmfn's step order, from the annotations set-steps wrote: the steps apply
+    runs, or (``on_delete``) the onDelete steps krmfn delete runs before the teardown."""
     steps: dict[int, tuple[str, set[str]]] = {}
     for doc in docs_of(text):
         notes = doc["metadata"]["annotations"]
+        if (notes.get("krmfn.dev/on-delete") == "true") != on_delete:
+            continue
         index = int(notes["krmfn.dev/step-index"])
         steps.setdefault(index, (notes["krmfn.dev/step"], set()))[1].add(key(doc))
     return [steps[i] for i in sorted(steps)]
@@ -104,6 +107,17 @@ def helm_install_order(docs: list[dict[str, Any]]) -> list[set[str]]:
         elif "post-install" in events:
             ranked[key(doc)] = (2, weight)
         # any other hook (pre-delete, test) never runs at install
+    return grouped(ranked)
+
+
+def helm_pre_delete_order(docs: list[dict[str, Any]]) -> list[set[str]]:
+    """Helm's uninstall order before the release is deleted: the pre-delete hooks by weight."""
+    ranked = {}
+    for doc in docs:
+        notes = notes_of(doc)
+        events = {e.strip() for e in notes.get("helm.sh/hook", "").split(",") if e.strip()}
+        if "pre-delete" in events:
+            ranked[key(doc)] = (int(notes.get("helm.sh/hook-weight") or 0),)
     return grouped(ranked)
 
 

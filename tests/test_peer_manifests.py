@@ -22,6 +22,7 @@ from peer_manifests import (
     docs_of,
     gatekeeper,
     helm_install_order,
+    helm_pre_delete_order,
     key,
     krmfn_steps,
     notes_of,
@@ -49,14 +50,16 @@ def test_gatekeepers_hooks_run_in_helms_install_order(tmp_path: Path) -> None:
     assert "Job gatekeeper-system/gatekeeper-update-namespace-label" in steps[2][1]
 
 
-def test_gatekeepers_pre_delete_hooks_are_left_out_with_a_warning(tmp_path: Path) -> None:
+def test_gatekeepers_pre_delete_hooks_become_on_delete_steps_in_helms_order(tmp_path: Path) -> None:
     chart = gatekeeper("preUninstall.deleteWebhookConfigurations.enabled=true")
     pre_delete = {key(d) for d in docs_of(chart) if "pre-delete" in notes_of(d).get("helm.sh/hook", "")}
     assert pre_delete, "the chart rendered no pre-delete hook"
     out = set_steps("helm", chart, tmp_path)
     assert [objects for _, objects in krmfn_steps(out.stdout)] == helm_install_order(docs_of(chart))
-    assert not pre_delete & {key(d) for d in docs_of(out.stdout)}
-    assert "pre-delete" in out.stderr and "left out" in out.stderr, out.stderr
+    deleting = krmfn_steps(out.stdout, on_delete=True)
+    assert [objects for _, objects in deleting] == helm_pre_delete_order(docs_of(chart))
+    assert set().union(*(objects for _, objects in deleting)) == pre_delete
+    assert all(name.startswith("helm-predelete-") for name, _ in deleting)
 
 
 @pytest.mark.parametrize(

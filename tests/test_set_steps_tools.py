@@ -61,20 +61,27 @@ class Run:
     results: list[Doc]
 
     def step_of(self) -> dict[str, str]:
-        """Each output object's step, by name (onFailure steps prefixed ``!``)."""
+        """Each output object's step, by name (onFailure steps prefixed ``!``, onDelete steps ``~``)."""
         out = {}
         for item in self.items:
             notes = item["metadata"].get("annotations") or {}
             mark = "!" if notes.get("krmfn.dev/on-failure") == "true" else ""
+            mark = "~" if notes.get("krmfn.dev/on-delete") == "true" else mark
             out[item["metadata"]["name"]] = mark + notes.get("krmfn.dev/step", "")
         return out
 
     def order(self) -> list[list[str]]:
-        """Object names grouped by step, in step order (the steps, then the onFailure steps)."""
+        """Object names grouped by step, in step order (the steps, the onFailure steps, the onDelete
+        steps)."""
         groups: dict[tuple[int, int], list[str]] = {}
         for item in self.items:
             notes = item["metadata"]["annotations"]
-            key = (notes.get("krmfn.dev/on-failure") == "true", int(notes["krmfn.dev/step-index"]))
+            kind = (
+                2
+                if notes.get("krmfn.dev/on-delete") == "true"
+                else notes.get("krmfn.dev/on-failure") == "true"
+            )
+            key = (int(kind), int(notes["krmfn.dev/step-index"]))
             groups.setdefault(key, []).append(item["metadata"]["name"])
         return [sorted(groups[key]) for key in sorted(groups)]
 
@@ -171,10 +178,25 @@ def helm_test() -> None:
 
 
 def helm_other() -> None:
-    out = run("helm", [hook("d", "pre-delete"), hook("r", "post-rollback"), APP])
+    out = run("helm", [hook("d", "post-delete"), hook("r", "post-rollback"), hook("p", "pre-rollback"), APP])
     assert out.order() == [["app"]]
     assert "left out" in out.one("warning", "d", "helm.sh/hook")
     out.one("warning", "r", "helm.sh/hook")
+    out.one("warning", "p", "helm.sh/hook")
+
+
+def helm_pre_delete() -> None:
+    items = [hook("backup", "pre-delete", "-1"), hook("drain", "pre-delete,post-delete", "3"),
+             hook("sa", "pre-delete", "-1", kind="ServiceAccount"), obj("Job", "own"), APP]  # fmt: skip
+    out = run("helm", items, onDelete=[{"name": "own", "selectors": [{"name": "own"}]}])
+    assert out.code == 0
+    assert out.order() == [["app"], ["own"], ["backup", "sa"], ["drain"]]
+    assert out.step_of() == {"backup": "~helm-predelete-minus1", "sa": "~helm-predelete-minus1",
+                             "drain": "~helm-predelete-3", "own": "~own", "app": "deploy"}  # fmt: skip
+    assert "post-delete" in out.one("info", "drain", "helm.sh/hook")
+    assert out.messages("warning") == []
+    refused = run("helm", items, emit=["depends-on"])
+    assert refused.code != 0 and "kpt live" in refused.messages("error")[0]
 
 
 def helm_mixed() -> None:
@@ -247,6 +269,13 @@ def argocd_skip() -> None:
     out = run("argocd", [argo("s", "Skip"), APP])
     assert out.order() == [["app"]]
     out.one("info", "s", "argocd.argoproj.io/hook")
+
+
+def argocd_predelete() -> None:
+    out = run("argocd", [argo("b", "PreDelete", "2"), argo("a", "PreDelete"), APP])
+    assert out.step_of() == {"b": "~argocd-predelete-2", "a": "~argocd-predelete-0", "app": "deploy"}
+    assert out.order() == [["app"], ["a"], ["b"]]
+    assert out.messages("warning") == []
 
 
 def argocd_postdelete() -> None:

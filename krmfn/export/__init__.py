@@ -109,6 +109,12 @@ def _parser() -> argparse.ArgumentParser:
         help="leave out the on-failure steps (krmfn.dev/on-failure; refused by default: a ResourceSet "
         "would apply them on every reconciliation)",
     )
+    rset.add_argument(
+        "--drop-on-delete",
+        action="store_true",
+        help="leave out the on-delete steps (krmfn.dev/on-delete; refused by default: a ResourceSet has no "
+        "delete hooks and would apply them on every reconciliation)",
+    )
     argo = commands.add_parser(
         "argocd",
         parents=[common],
@@ -121,7 +127,13 @@ def _parser() -> argparse.ArgumentParser:
         "--hooks",
         action="store_true",
         help="Jobs of the first step become PreSync hooks and Jobs of the last step PostSync hooks, the "
-        "on-failure steps' objects SyncFail hooks (hook-delete-policy BeforeHookCreation)",
+        "on-failure steps' objects SyncFail hooks (hook-delete-policy BeforeHookCreation); the on-delete "
+        "steps' objects are PreDelete hooks with or without it",
+    )
+    argo.add_argument(
+        "--drop-on-delete",
+        action="store_true",
+        help="leave out the on-delete steps (krmfn.dev/on-delete) instead of writing them as PreDelete hooks",
     )
     return parser
 
@@ -134,7 +146,7 @@ def main(argv: list[str]) -> int:
     try:
         steps = group(read_sources(args.filename), args.filename, args.allow_empty)
         engine = "the Flux Operator" if args.engine == "resourceset" else "Argo CD"
-        for step in steps.steps + steps.on_failure:
+        for step in steps.steps + steps.on_failure + steps.on_delete:
             for obj in step.items:
                 warning = ttl_warning(obj, engine)
                 if warning:
@@ -147,10 +159,11 @@ def main(argv: list[str]) -> int:
                 args.service_account,
                 allow_secrets=args.allow_secrets,
                 drop_on_failure=args.drop_on_failure,
+                drop_on_delete=args.drop_on_delete,
             )
             text = dump_fast(rset)
         else:
-            text = dump_all_fast(argocd.annotate(steps, args.hooks))
+            text = dump_all_fast(argocd.annotate(steps, args.hooks, args.drop_on_delete))
     except KrmfnError as err:
         write_line(sys.stderr, f"krmfn export {args.engine}: {err}")
         return 1

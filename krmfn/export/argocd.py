@@ -10,6 +10,12 @@ alias) get Argo CD's ``Force=true,Replace=true`` sync options, its way to recrea
 The objects of the on-failure steps (``krmfn.dev/on-failure``) become ``SyncFail`` hooks, Argo CD's
 steps run when a sync fails, their order kept as their wave; without ``--hooks`` there is no way to say
 "only when it fails", so they are refused rather than applied on every sync.
+
+The objects of the on-delete steps (``krmfn.dev/on-delete``) become ``PreDelete`` hooks (Argo CD 3.x), run
+before the Application's resources are deleted and only then, their order kept as their wave; with
+``drop_on_delete`` they are left out. The teardown order needs nothing more: Argo CD orders deletions by
+wave, the highest first (its sync-waves documentation; pruning during a sync goes wave by wave so), the
+reverse of the steps, as ``krmfn delete`` does (docs/runner.md#exports-of-the-teardown says what is tested).
 """
 
 from __future__ import annotations
@@ -27,8 +33,8 @@ UNSTEPPED_WAVE = "-1"
 _FORCE_OPTIONS = ("Force=true", "Replace=true")
 
 
-def annotate(steps: Steps, hooks: bool) -> list[Obj]:
-    """Annotates the objects in place; returns them in input step order."""
+def annotate(steps: Steps, hooks: bool, drop_on_delete: bool = False) -> list[Obj]:
+    """Annotates the objects in place; returns them in input step order (the on-delete steps' last)."""
     hook_of: dict[int, str] = {}
     if hooks and len(steps.steps) > 1:
         hook_of[id(steps.first)] = "PreSync"
@@ -53,6 +59,12 @@ def annotate(steps: Steps, hooks: bool) -> list[Obj]:
                 )
             _set_wave(obj, step)
             set_annotation(obj, HOOK, "SyncFail")
+            set_annotation(obj, HOOK_DELETE_POLICY, "BeforeHookCreation")
+            out.append(obj)
+    for step in [] if drop_on_delete else steps.on_delete:
+        for obj in step.items:
+            _set_wave(obj, step)
+            set_annotation(obj, HOOK, "PreDelete")
             set_annotation(obj, HOOK_DELETE_POLICY, "BeforeHookCreation")
             out.append(obj)
     return out

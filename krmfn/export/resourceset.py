@@ -54,6 +54,7 @@ def build(
     *,
     allow_secrets: bool = False,
     drop_on_failure: bool = False,
+    drop_on_delete: bool = False,
 ) -> Obj:
     _check_names(name, namespace)
     if steps.on_failure and not drop_on_failure:
@@ -62,6 +63,14 @@ def build(
             f"{describe(step.items[0])} is in the on-failure step {step.name!r} (krmfn.dev/on-failure): a "
             "ResourceSet has no step that runs only when another fails, so it would be applied on every "
             "reconciliation; pass --drop-on-failure to leave the on-failure steps out"
+        )
+    if steps.on_delete and not drop_on_delete:
+        step = steps.on_delete[0]
+        raise InputError(
+            f"{describe(step.items[0])} is in the on-delete step {step.name!r} (krmfn.dev/on-delete): a "
+            "ResourceSet has no step that runs only before its deletion, so it would be applied on every "
+            "reconciliation; pass --drop-on-delete to leave the on-delete steps out (run them with krmfn "
+            "delete -f, or by hand, before deleting the ResourceSet)"
         )
     if not allow_secrets:
         _refuse_secrets(steps)

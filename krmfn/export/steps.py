@@ -24,7 +24,7 @@ def group(objects: Iterable[Obj], sources: Iterable[str] = ("-",), allow_empty: 
     ``allow_empty`` (an engine given nothing deletes what it applied before)."""
     objects = list(objects)
     found = steps.group(_once(objects))
-    if not found.steps and not found.on_failure and not allow_empty:
+    if not found.steps and not found.on_failure and not found.on_delete and not allow_empty:
         named = stream.describe(sources)
         raise InputError(
             f"{stream.no_objects(named)}; if an app without objects is meant, pass --allow-empty"

@@ -138,11 +138,15 @@ class Plan:
     steps: list[Step]
     on_failure: list[Step] = field(default_factory=list)
     """Applied only when a step fails (``krmfn.dev/on-failure``), numbered after the steps."""
+    on_delete: list[Step] = field(default_factory=list)
+    """Applied only by ``krmfn delete -f/-k``, before the teardown (``krmfn.dev/on-delete``), numbered
+    after the on-failure steps. Not in ``items``: they are not part of the deployed app."""
 
     @property
     def items(self) -> list[Item]:
         """Every rendered object, the on-failure steps' too: all are the app's (discovery, the
-        inventory's kinds, prune), though those are applied only after a failure."""
+        inventory's kinds, prune), though those are applied only after a failure. Not the on-delete
+        steps': apply never applies them, so they are neither looked up nor kept from a prune."""
         return [item for step in self.steps + self.on_failure for item in step.items]
 
 
@@ -172,16 +176,21 @@ def build_plan(
                 step_index=found.index,
                 on_timeout=found.on_timeout,
             )
-            for position, found in enumerate(grouped.steps + grouped.on_failure)
+            for position, found in enumerate(grouped.steps + grouped.on_failure + grouped.on_delete)
         ]
     )
-    plan.steps, plan.on_failure = plan.steps[: len(grouped.steps)], plan.steps[len(grouped.steps) :]
+    first_delete = len(grouped.steps) + len(grouped.on_failure)
+    plan.steps, plan.on_failure, plan.on_delete = (
+        plan.steps[: len(grouped.steps)],
+        plan.steps[len(grouped.steps) : first_delete],
+        plan.steps[first_delete:],
+    )
     if plan.steps:
         plan.steps[-1].wait = grouped.wait if wait is None else wait
     misordered = ordering.misorders([step.items for step in grouped.steps], Scopes(flat))
     if misordered:
         raise SourceError(ordering.describe(misordered, [step.name for step in grouped.steps], _who))
-    for item in plan.items:
+    for item in plan.items + [item for step in plan.on_delete for item in step.items]:
         if (item.key.group, item.kind) in SETTLED_KINDS:
             try:
                 window_of(item.annotations), budget_of(item.annotations)
@@ -278,7 +287,8 @@ def check_applyset(plan: Plan, name: str, namespace: str | None) -> None:
     if problem is not None:
         raise SourceError(f"namespace {namespace!r} of the ApplySet parent is invalid: {problem}")
     parent = Key("", "Secret", namespace, name)
-    if any(item.key == parent for item in plan.items):
+    # The on-delete steps' objects too: applied by krmfn delete, such a Secret would overwrite the parent.
+    if any(item.key == parent for item in plan.items + [it for step in plan.on_delete for it in step.items]):
         raise SourceError(
             f"{parent} is the ApplySet parent (the inventory of this apply) and may not be in the "
             "manifests; rename that Secret, or choose another parent name with --applyset"

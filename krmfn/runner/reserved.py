@@ -15,7 +15,12 @@ replaced by ``JOB_RECORDS`` on the next write."""
 LOCK = "krmfn.dev/lock"
 RUNS = "krmfn.dev/runs"
 LAST_PLAN = "krmfn.dev/last-plan"
-INVENTORY = frozenset({JOB_RECORDS, LEGACY_COMPLETED_JOBS, LOCK, RUNS, LAST_PLAN})
+ON_DELETE_STEPS = "krmfn.dev/on-delete-steps"
+"""The names of the on-delete steps of the last apply's render (comma-separated): ``krmfn delete`` without
+that render refuses rather than skip them (a backup) without a word."""
+MAX_ON_DELETE_STEPS = 20
+"""Names read back from ``ON_DELETE_STEPS`` (set-steps allows 20 such steps); each cut to 63 characters."""
+INVENTORY = frozenset({JOB_RECORDS, LEGACY_COMPLETED_JOBS, LOCK, RUNS, LAST_PLAN, ON_DELETE_STEPS})
 """krmfn's own annotations of the parent."""
 MAX_JOB_RECORDS = 1000
 """At most ~170 bytes per record (namespace and name of at most 63 characters each, a 32-character hash):

@@ -14,7 +14,9 @@ STEP_INDEX = "krmfn.dev/step-index"
 STEP_TIMEOUT = "krmfn.dev/step-timeout"
 WAIT = "krmfn.dev/wait"
 ON_FAILURE = "krmfn.dev/on-failure"
+ON_DELETE = "krmfn.dev/on-delete"
 ON_TIMEOUT = "krmfn.dev/on-timeout"
+ARGO_HOOK = "argocd.argoproj.io/hook"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 
 
@@ -33,6 +35,7 @@ def write_steps(groups: list[list[Obj]], config: SetStepsConfig) -> None:
             if "argocd" in config.emit:
                 set_annotation(obj, SYNC_WAVE, str(index))
             remove_annotation(obj, ON_FAILURE)  # an earlier render's onFailure step, since moved
+            remove_annotation(obj, ON_DELETE)  # likewise an onDelete step
             if step.on_timeout == "continue":
                 set_annotation(obj, ON_TIMEOUT, "continue")
             else:
@@ -49,9 +52,31 @@ def write_on_failure_steps(groups: list[list[Obj]], config: SetStepsConfig) -> N
         for obj in group:
             _place(obj, step.name, index, timeout)
             set_annotation(obj, ON_FAILURE, "true")
+            remove_annotation(obj, ON_DELETE)
             remove_annotation(obj, ON_TIMEOUT)  # an on-failure step's timeout always fails the run
             remove_annotation(obj, WAIT)
             remove_annotation(obj, SYNC_WAVE)
+
+
+def write_on_delete_steps(groups: list[list[Obj]], config: SetStepsConfig) -> None:
+    """The onDelete steps: named, numbered among themselves, timed, and marked ``krmfn.dev/on-delete``
+    (always waited for, so no ``krmfn.dev/wait``). With ``emit: [argocd]`` they are Argo CD's PreDelete
+    hooks, their order kept as their wave, as ``krmfn export argocd`` writes them; kpt live has no such
+    step, so the config refuses onDelete with ``emit: [depends-on]``."""
+    for index, group in enumerate(groups):
+        step = config.on_delete[index]
+        timeout = normalized_timeout(step.timeout)
+        for obj in group:
+            _place(obj, step.name, index, timeout)
+            set_annotation(obj, ON_DELETE, "true")
+            remove_annotation(obj, ON_FAILURE)
+            remove_annotation(obj, ON_TIMEOUT)  # an on-delete step's timeout always fails the run
+            remove_annotation(obj, WAIT)
+            if "argocd" in config.emit:
+                set_annotation(obj, ARGO_HOOK, "PreDelete")
+                set_annotation(obj, SYNC_WAVE, str(index))
+            else:
+                remove_annotation(obj, SYNC_WAVE)
 
 
 def plan_depends_on(groups: list[list[Obj]], scopes: Scopes, results: Results) -> list[tuple[Obj, str]]:

@@ -22,12 +22,12 @@ STEP_PIN = "krmfn.dev/step-pin"
 def assign(
     items: Iterable[Obj], config: SetStepsConfig, results: Results, placed: dict[int, str] | None = None
 ) -> list[list[Obj]]:
-    """Resources grouped by step index, the ``onFailure`` steps' after the steps' (``config.steps``
-    first, then ``config.on_failure``, one group each); every resource that fits no single step gets an
-    error result. ``placed``: the step of each object another tool's annotations order (by ``id``),
-    after a pin and before the selectors (tools.py)."""
+    """Resources grouped by step index, the ``onFailure`` then ``onDelete`` steps' after the steps'
+    (``config.steps`` first, then ``config.on_failure``, then ``config.on_delete``, one group each);
+    every resource that fits no single step gets an error result. ``placed``: the step of each object
+    another tool's annotations order (by ``id``), after a pin and before the selectors (tools.py)."""
     placed = placed or {}
-    steps = [*config.steps, *config.on_failure]
+    steps = [*config.steps, *config.on_failure, *config.on_delete]
     index_of = {step.name: i for i, step in enumerate(steps)}
     names = ", ".join(index_of)
     groups: list[list[Obj]] = [[] for _ in steps]

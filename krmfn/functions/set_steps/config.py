@@ -88,6 +88,14 @@ class SetStepsConfig:
             "notification Job, a Job that restores the schema; annotated krmfn.dev/on-failure",
         },
     )
+    on_delete: list[StepConfig] = field(
+        default_factory=list,
+        metadata={
+            "help": "steps krmfn apply never applies and krmfn delete -f/-k applies (in order, each waited "
+            "for) before the teardown: a backup, a drain, a deregistration, as Helm's pre-delete hooks; "
+            "annotated krmfn.dev/on-delete",
+        },
+    )
     unmatched_selectors: Literal["error", "warning"] = field(
         default="error",
         metadata={
@@ -119,12 +127,12 @@ class SetStepsConfig:
             raise ConfigError("at least one step is required", f"{prefix}steps")
         if len(self.steps) > MAX_STEPS:
             raise ConfigError(f"{len(self.steps)} steps is over the limit of {MAX_STEPS}", f"{prefix}steps")
-        if len(self.on_failure) > MAX_STEPS:
-            raise ConfigError(
-                f"{len(self.on_failure)} steps is over the limit of {MAX_STEPS}", f"{prefix}onFailure"
-            )
+        for where, extra in (("onFailure", self.on_failure), ("onDelete", self.on_delete)):
+            if len(extra) > MAX_STEPS:
+                raise ConfigError(f"{len(extra)} steps is over the limit of {MAX_STEPS}", f"{prefix}{where}")
         seen: dict[str, str] = {}
-        for where, steps in (("steps", self.steps), ("onFailure", self.on_failure)):
+        kinds = (("steps", self.steps), ("onFailure", self.on_failure), ("onDelete", self.on_delete))
+        for where, steps in kinds:
             for index, step in enumerate(steps):
                 if step.name in seen:
                     raise ConfigError(
@@ -132,17 +140,18 @@ class SetStepsConfig:
                         f"{prefix}{where}[{index}].name",
                     )
                 seen[step.name] = f"{where}[{index}]"
-                if where == "onFailure" and step.on_timeout != "fail":
+                if where != "steps" and step.on_timeout != "fail":
                     raise ConfigError(
-                        "an onFailure step's timeout always fails the run: onTimeout applies to steps only",
-                        f"{prefix}onFailure[{index}].onTimeout",
+                        f"an {where} step's timeout always fails the run: onTimeout applies to steps only",
+                        f"{prefix}{where}[{index}].onTimeout",
                     )
         names = ", ".join(step.name for step in self.steps)
-        if self.default_step and self.default_step in {step.name for step in self.on_failure}:
-            raise ConfigError(
-                f"{self.default_step!r} is an onFailure step, which cannot be the default; steps: {names}",
-                f"{prefix}defaultStep",
-            )
+        for where, extra in (("onFailure", self.on_failure), ("onDelete", self.on_delete)):
+            if self.default_step and self.default_step in {step.name for step in extra}:
+                raise ConfigError(
+                    f"{self.default_step!r} is an {where} step, which cannot be the default; steps: {names}",
+                    f"{prefix}defaultStep",
+                )
         if self.default_step and self.default_step not in seen:
             raise ConfigError(f"unknown step {self.default_step!r}; steps: {names}", f"{prefix}defaultStep")
         if self.app and (len(self.app) > 253 or not _DNS_SUBDOMAIN.match(self.app)):
@@ -153,6 +162,14 @@ class SetStepsConfig:
             )
         if len(set(self.emit)) != len(self.emit):
             raise ConfigError("each value may appear once", f"{prefix}emit")
+        if self.on_delete and "depends-on" in self.emit:
+            # kpt live apply has no delete hooks: it would apply a drain or a deregistration at every apply.
+            raise ConfigError(
+                "onDelete steps cannot be written for kpt live apply (emit: [depends-on]): it has no step "
+                "that runs only at deletion and would apply them at every apply; render the package for "
+                "kpt live without onDelete",
+                f"{prefix}onDelete",
+            )
         if self.order_from == "argocd" and "argocd" in self.emit:
             # emit writes the sync waves orderFrom reads: a second render would read its own output.
             raise ConfigError(

@@ -44,13 +44,13 @@ def unmatched_selectors(
     items: Iterable[Obj], assigned: list[list[Obj]], config: SetStepsConfig, results: Results
 ) -> None:
     """A result for every selector that matches no resource at all. ``assigned``: the resources of
-    ``config.steps`` then ``config.on_failure``, one list per step (assign.py)."""
+    ``config.steps``, ``config.on_failure`` then ``config.on_delete``, one list per step (assign.py)."""
     objects = [obj for obj in items if not is_local_config(obj)]
-    steps = [*config.steps, *config.on_failure]
+    steps = [*config.steps, *config.on_failure, *config.on_delete]
+    places = [(where, i) for where, found in config_kinds(config) for i in range(len(found))]
     step_of = {id(obj): index for index, group in enumerate(assigned) for obj in group}
     for index, step in enumerate(steps):
-        where = "steps" if index < len(config.steps) else "onFailure"
-        position = index if index < len(config.steps) else index - len(config.steps)
+        where, position = places[index]
         for j, selector in enumerate(step.selectors):
             if any(selector.matches(obj) for obj in objects):
                 continue
@@ -71,6 +71,11 @@ def unmatched_selectors(
                 results.error(message + "; to accept this, set unmatchedSelectors: warning", field=field)
             else:
                 results.warning(message, field=field)
+
+
+def config_kinds(config: SetStepsConfig) -> tuple[tuple[str, list[StepConfig]], ...]:
+    """The config's three lists of steps under their field names, in assign.py's order."""
+    return (("steps", config.steps), ("onFailure", config.on_failure), ("onDelete", config.on_delete))
 
 
 def _meant(selector: Selector, objects: list[Obj]) -> list[Obj]:

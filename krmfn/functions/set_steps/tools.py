@@ -4,7 +4,8 @@ that tool's order, without edits.
 
 Each annotated object lands in a *band* around the config's own steps (which hold the release's
 ordinary objects, placed by selectors and ``defaultStep`` as always): ``before`` them, ``after`` them,
-or among the ``onFailure`` steps, at a rank (a hook weight, a sync wave, a kapp level). Every distinct
+or among the ``onFailure`` or the ``onDelete`` steps (Helm's pre-delete hooks, Argo CD's PreDelete), at
+a rank (a hook weight, a sync wave, a kapp level). Every distinct
 (band, rank) becomes one generated step, named after the rank, with no selectors: the object is placed
 in it the way a pin places one. An object whose annotation has no krmfn equivalent gets a warning naming
 the object and the annotation; one that never runs at install or upgrade (a Helm test hook, an Argo CD
@@ -27,7 +28,7 @@ from krmfn.kobj import Obj, annotations_of, is_local_config, ref_of
 from krmfn.results import Results
 from krmfn.terminal import cut
 
-Band = Literal["before", "after", "failure"]
+Band = Literal["before", "after", "failure", "delete"]
 
 HELM_HOOK = "helm.sh/hook"
 HELM_WEIGHT = "helm.sh/hook-weight"
@@ -52,13 +53,14 @@ _KAPP_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
 HELM_BEFORE = frozenset({"pre-install", "pre-upgrade"})
 HELM_AFTER = frozenset({"post-install", "post-upgrade"})
-HELM_OTHER = frozenset({"pre-delete", "post-delete", "pre-rollback", "post-rollback"})
+HELM_DELETE = frozenset({"pre-delete"})
+HELM_OTHER = frozenset({"post-delete", "pre-rollback", "post-rollback"})
 HELM_TEST = frozenset({"test", "test-success"})
 _ARGO_LEFT_OUT = {
     "Skip": "Skip: Argo CD never applies it",
     "PostDelete": "PostDelete: Argo CD runs it when the application is deleted",
 }
-ARGO_TYPES = ("PreSync", "Sync", "PostSync", "SyncFail", "PostDelete", "Skip")
+ARGO_TYPES = ("PreSync", "Sync", "PostSync", "SyncFail", "PreDelete", "PostDelete", "Skip")
 
 
 @dataclass(frozen=True, order=True)
@@ -95,7 +97,8 @@ def layout(items: Iterable[Obj], config: SetStepsConfig, results: Results) -> La
     before = [s for s in distinct if s.band == "before"]
     after = [s for s in distinct if s.band == "after"]
     failure = [s for s in distinct if s.band == "failure"]
-    own = {step.name for step in (*config.steps, *config.on_failure)}
+    deleting = [s for s in distinct if s.band == "delete"]
+    own = {step.name for step in (*config.steps, *config.on_failure, *config.on_delete)}
     for slot in distinct:
         if slot.name in own:
             results.error(
@@ -105,14 +108,27 @@ def layout(items: Iterable[Obj], config: SetStepsConfig, results: Results) -> La
             )
     steps = [_step(s) for s in before] + list(config.steps) + [_step(s) for s in after]
     on_failure = list(config.on_failure) + [_step(s) for s in failure]
-    for where, found, added in (("steps", steps, before + after), ("onFailure", on_failure, failure)):
+    on_delete = list(config.on_delete) + [_step(s) for s in deleting]
+    if deleting and "depends-on" in config.emit:
+        results.error(
+            f"{config.order_from}'s delete hooks become onDelete steps, which kpt live apply (emit: "
+            "[depends-on]) has no step for: it would apply them at every apply; render the package for kpt "
+            "live without them",
+            field="functionConfig.orderFrom",
+        )
+    bands = (
+        ("steps", steps, before + after),
+        ("onFailure", on_failure, failure),
+        ("onDelete", on_delete, deleting),
+    )
+    for where, found, added in bands:
         if len(found) > MAX_STEPS:
             results.error(
                 f"{config.order_from}'s annotations ask for {len(added)} more {where}, {len(found)} in all, "
                 f"over the limit of {MAX_STEPS}; use fewer distinct weights or waves",
                 field="functionConfig.orderFrom",
             )
-    merged = replace(config, steps=steps, on_failure=on_failure)
+    merged = replace(config, steps=steps, on_failure=on_failure, on_delete=on_delete)
     return Layout(merged, {key: slot.name for key, slot in slots.items()}, left_out)
 
 
@@ -172,7 +188,7 @@ def _helm(objects: list[Obj], slots: dict[int, Slot], left_out: list[Obj], resul
             continue
         where = f"metadata.annotations.{HELM_HOOK}"
         events = {event.strip().lower() for event in text.split(",")}
-        unknown = sorted(events - HELM_BEFORE - HELM_AFTER - HELM_OTHER - HELM_TEST)
+        unknown = sorted(events - HELM_BEFORE - HELM_AFTER - HELM_DELETE - HELM_OTHER - HELM_TEST)
         if unknown:
             # Helm skips an object with an unknown hook event altogether (releaseutil.SortManifests).
             results.warning(
@@ -196,31 +212,34 @@ def _helm(objects: list[Obj], slots: dict[int, Slot], left_out: list[Obj], resul
                 field=where,
             )
             continue
-        if not before and not after:
+        deleting = events & HELM_DELETE
+        if not before and not after and not deleting:
             # A warning even for a test hook: an object leaves the output, which a pipe shows no info for.
             kind = (
                 "a test hook (helm test runs it; helm template --skip-tests leaves it out)"
                 if events <= HELM_TEST
-                else "a hook of no install or upgrade"
+                else "a hook of no install, upgrade or pre-delete"
             )
             results.warning(
-                f"annotation {HELM_HOOK}: {text.strip()!r} is {kind}; krmfn apply never runs it, so it is "
-                "left out",
+                f"annotation {HELM_HOOK}: {text.strip()!r} is {kind}; krmfn never runs it, so it is left out",
                 obj,
                 field=where,
             )
             left_out.append(obj)
             continue
-        ignored = sorted(events - before - after)
+        ignored = sorted(events - before - after - (deleting if not before and not after else set()))
         if ignored:
+            when = "at every apply" if before or after else "before krmfn delete's teardown"
             results.info(
-                f"annotation {HELM_HOOK}: krmfn runs this hook at every apply; its other events "
-                f"({', '.join(ignored)}) have no krmfn equivalent",
+                f"annotation {HELM_HOOK}: krmfn runs this hook {when}; its other events "
+                f"({', '.join(ignored)}) are not run: an object is in one krmfn step, and krmfn has no "
+                "post-delete or rollback hooks",
                 obj,
                 field=where,
             )
-        band: Band = "before" if before else "after"
-        slots[id(obj)] = Slot(band, (weight,), f"helm-{'pre' if before else 'post'}-{_rank_name(weight)}")
+        band: Band = "before" if before else "after" if after else "delete"
+        phase = {"before": "pre", "after": "post", "delete": "predelete"}[band]
+        slots[id(obj)] = Slot(band, (weight,), f"helm-{phase}-{_rank_name(weight)}")
         policies = _text(obj, HELM_DELETE_POLICY, results) or ""
         if "hook-failed" in {p.strip().lower() for p in policies.split(",")}:
             results.info(
@@ -281,6 +300,8 @@ def _argocd(objects: list[Obj], slots: dict[int, Slot], left_out: list[Obj], res
             slots[id(obj)] = Slot("after", (1, wave), f"argocd-postsync-{rank}")
         elif kind == "SyncFail":
             slots[id(obj)] = Slot("failure", (wave,), f"argocd-syncfail-{rank}")
+        elif kind == "PreDelete":
+            slots[id(obj)] = Slot("delete", (wave,), f"argocd-predelete-{rank}")
         elif wave < 0:
             slots[id(obj)] = Slot("before", (1, wave), f"argocd-wave-{rank}")
         elif wave > 0:

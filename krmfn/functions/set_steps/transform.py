@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from krmfn import ResourceList, dependson
 from krmfn.functions.set_steps import ordering, runner_annotations, tools
-from krmfn.functions.set_steps.annotate import plan_depends_on, write_on_failure_steps, write_steps
+from krmfn.functions.set_steps.annotate import (
+    plan_depends_on,
+    write_on_delete_steps,
+    write_on_failure_steps,
+    write_steps,
+)
 from krmfn.functions.set_steps.assign import assign
 from krmfn.functions.set_steps.config import SetStepsConfig
 from krmfn.jobspec import ttl_warning
@@ -27,7 +32,9 @@ def set_steps(rl: ResourceList, config: SetStepsConfig) -> None:
     left_out = {id(obj) for obj in layout.left_out}
     items = [obj for obj in rl.items if id(obj) not in left_out]
     assigned = assign(items, config, rl.results, layout.placed)
-    groups, failing = assigned[: len(config.steps)], assigned[len(config.steps) :]
+    first_delete = len(config.steps) + len(config.on_failure)
+    groups, failing = assigned[: len(config.steps)], assigned[len(config.steps) : first_delete]
+    deleting = assigned[first_delete:]
     scopes = Scopes(items, config.cluster_scoped_kinds)
     ordering.unmatched_selectors(items, assigned, config, rl.results)
     ordering.check(groups, config, scopes, rl.results)
@@ -42,14 +49,16 @@ def set_steps(rl: ResourceList, config: SetStepsConfig) -> None:
         rl.items[:] = items
     write_steps(groups, config)
     write_on_failure_steps(failing, config)
+    write_on_delete_steps(deleting, config)
     if config.app:
         for group in assigned:
             for obj in group:
                 set_annotation(obj, APP, config.app)
     for obj, value in depends_on:
         set_annotation(obj, dependson.ANNOTATION, value)
-    for where, steps, found in (("steps", config.steps, groups), ("onFailure", config.on_failure, failing)):
-        for index, (step, group) in enumerate(zip(steps, found, strict=True)):
+    found_of = {"steps": groups, "onFailure": failing, "onDelete": deleting}
+    for where, steps in ordering.config_kinds(config):
+        for index, (step, group) in enumerate(zip(steps, found_of[where], strict=True)):
             if not group:
                 rl.results.warning(
                     f"step {step.name!r} has no resources", field=f"functionConfig.{where}[{index}]"
@@ -57,6 +66,7 @@ def set_steps(rl: ResourceList, config: SetStepsConfig) -> None:
     _warn_unprotected_ttl(rl, config)
     count = sum(len(group) for group in assigned)
     extra = f" and {len(config.on_failure)} onFailure step(s)" if config.on_failure else ""
+    extra += f" and {len(config.on_delete)} onDelete step(s)" if config.on_delete else ""
     rl.results.info(f"assigned {count} resource(s) to {len(config.steps)} step(s){extra}")
 
 

@@ -346,13 +346,15 @@ WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 STEP = "krmfn.dev/step"
 _STEP_INDEX = "krmfn.dev/step-index"
 _ON_FAILURE = "krmfn.dev/on-failure"
+_ON_DELETE = "krmfn.dev/on-delete"
 
 
-def step_key(obj: Obj) -> tuple[str, str]:
-    """The step ``krmfn apply`` applies an object in: (on-failure mark, step index); an object without
-    set-steps' annotations is in the one step of an unordered stream."""
+def step_key(obj: Obj) -> tuple[str, str, str]:
+    """The step ``krmfn apply`` (or, for an on-delete step, ``krmfn delete``) applies an object in:
+    (on-failure mark, on-delete mark, step index), since each kind of step is numbered from 0; an object
+    without set-steps' annotations is in the one step of an unordered stream."""
     notes = annotations_of(obj)
-    return (str(notes.get(_ON_FAILURE, "")), str(notes.get(_STEP_INDEX, "")))
+    return (str(notes.get(_ON_FAILURE, "")), str(notes.get(_ON_DELETE, "")), str(notes.get(_STEP_INDEX, "")))
 
 
 def is_helm_hook(obj: Obj) -> bool:
@@ -363,7 +365,7 @@ def is_helm_hook(obj: Obj) -> bool:
     )
 
 
-def hook_same_step(obj: Obj, workloads: dict[tuple[str, str], Obj]) -> Iterator[Finding]:
+def hook_same_step(obj: Obj, workloads: dict[tuple[str, str, str], Obj]) -> Iterator[Finding]:
     """``workloads``: the first release workload (not a hook) of each step. Helm runs a pre-upgrade hook
     before the rollout and a post-upgrade one after it; krmfn applies one step's objects together, so a
     hook Job that set-steps did not order (no ``orderFrom: helm``) silently runs alongside the rollout."""

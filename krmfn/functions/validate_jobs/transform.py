@@ -15,7 +15,7 @@ def validate_jobs(rl: ResourceList, config: ValidateJobsConfig) -> None:
     counts = dict.fromkeys(KINDS, 0)
     names = Names(rl.items)
     deployed = Names(obj for obj in rl.items if not is_local_config(obj))
-    workloads: dict[tuple[str, str], Obj] = {}
+    workloads: dict[tuple[str, str, str], Obj] = {}
     for obj in rl.items:
         if obj.get("kind") in WORKLOAD_KINDS and not is_local_config(obj) and not is_helm_hook(obj):
             workloads.setdefault(step_key(obj), obj)

@@ -43,9 +43,11 @@ from krmfn.runner.engine.delete import (
     teardown,
     waiting_for,
 )
+from krmfn.runner.engine.delete_steps import DeleteStepsRunner, steps_to_run
 from krmfn.runner.engine.engine import POLL, Clock, SystemClock
+from krmfn.runner.engine.engine import Options as ApplyOptions
 from krmfn.runner.engine.waiter import Watched, Watcher
-from krmfn.runner.errors import InternalError, Interrupted, RunTimeout
+from krmfn.runner.errors import InternalError, Interrupted, RunTimeout, SourceError
 from krmfn.runner.events import Delete, Error, Event, Status, StepDone, StepStart, Wait
 from krmfn.runner.inventory.applyset import Parent
 from krmfn.runner.inventory.inventory import Inventory
@@ -53,19 +55,23 @@ from krmfn.runner.inventory.lock import LEASE
 from krmfn.runner.inventory.members import list_members
 from krmfn.runner.inventory.prune import GUARDED, uid_of
 from krmfn.runner.inventory.runs import RunLog
-from krmfn.runner.plan import Key, key_of
+from krmfn.runner.plan import Key, Step, key_of
 from krmfn.terminal import write_line
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_WENT_ON = 3
 EXIT_CODES = (
     ("0", "the app is gone: every member deleted, then its inventory (or members kept by the Namespace and "
           "CRD guards, the inventory narrowed to them); or there was no inventory of that name: nothing "
           "to delete; or --dry-run listed the order"),
-    ("1", "the teardown failed: a step's objects not gone in time (a finalizer that holds), a refused "
+    ("1", "the teardown failed: an on-delete step failed (nothing deleted), a step's objects not gone in "
+          "time (a finalizer that holds), a refused "
           "delete, the cluster unreachable, the inventory locked or not krmfn's; the inventory still lists "
           "what is left: run again to continue"),
-    ("2", "a usage error: no app name (--applyset, or -f/-k with the rendered app), unreadable input"),
+    ("2", "a usage error: no app name (--applyset, or -f/-k with the rendered app), unreadable input, an "
+          "app with on-delete steps without its render (-f/-k) or --skip-delete-steps"),
+    ("3", "--force: an on-delete step failed and the teardown went on; the app is gone"),
     ("130, 143", "interrupted by SIGINT, SIGTERM: the inventory lists what is left, run again to continue"),
     INTERNAL_EXIT_CODE,
 )  # fmt: skip
@@ -83,7 +89,8 @@ def parser() -> argparse.ArgumentParser:
         description="Delete what the app's inventory holds, in reverse step order (the last step first), "
         "each step's objects gone (finalizers honoured, workloads' pods first) before the next, then the "
         "inventory itself. Only the inventory's members; Namespaces and CRDs only with the flags prune "
-        "takes; a member annotated krmfn.dev/prune: disabled is left in place. Takes the inventory's lock.",
+        "takes; a member annotated krmfn.dev/prune: disabled is left in place. Takes the inventory's lock. "
+        "With -f/-k, the render's on-delete steps (set-steps onDelete:) are applied first, each waited for.",
         epilog=epilog(EXIT_CODES, EXAMPLES, "docs/runner.md#krmfn-delete"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -92,14 +99,21 @@ def parser() -> argparse.ArgumentParser:
                    "Kptfile's name)")  # fmt: skip
     src = p.add_mutually_exclusive_group()
     src.add_argument("-f", "--filename", action="append", metavar="FILE|DIR|-",
-                     help="rendered manifests that name the app (only the name is read: the order is the "
-                     "one the members were applied with)")  # fmt: skip
-    src.add_argument("-k", "--kustomize", metavar="DIR", help="a kustomization that names the app")
+                     help="the rendered app: its name, and its on-delete steps (krmfn.dev/on-delete), "
+                     "applied before the teardown (the teardown's order is the one the members were "
+                     "applied with)")  # fmt: skip
+    src.add_argument("-k", "--kustomize", metavar="DIR", help="a kustomization of the rendered app, as -f")
+    p.add_argument("--skip-delete-steps", action="store_true",
+                   help="tear down without running the app's on-delete steps (refused otherwise when the "
+                   "app has some and no render is given)")  # fmt: skip
+    p.add_argument("--force", action="store_true",
+                   help="go on with the teardown when an on-delete step fails (exit 3)")  # fmt: skip
     p.add_argument("--enable-alpha-plugins", action="store_true", help="-k: as for apply")
     p.add_argument("--enable-exec", action="store_true", help="-k: as for apply")
     p.add_argument("-n", "--namespace", help="the inventory's namespace (default: the kubeconfig context's)")
     p.add_argument("--dry-run", action="store_true",
-                   help="list what would be deleted, in order; deletes nothing, takes no lock")  # fmt: skip
+                   help="list what would be deleted, in order (the on-delete steps first, as a server dry "
+                   "run); deletes nothing, takes no lock")  # fmt: skip
     p.add_argument(
         "--prune-namespaces",
         action="store_true",
@@ -111,7 +125,8 @@ def parser() -> argparse.ArgumentParser:
         help="also delete the CRDs the inventory lists (deletes their custom resources)",
     )
     p.add_argument("--step-timeout", type=duration, default=300.0, metavar="DURATION",
-                   help="how long one step's objects may take to be gone (default 5m)")  # fmt: skip
+                   help="how long one step's objects may take to be gone, and an on-delete step without "
+                   "its own krmfn.dev/step-timeout to be healthy (default 5m)")  # fmt: skip
     p.add_argument("--timeout", type=duration, default=0.0, metavar="DURATION",
                    help="bound the whole teardown, lock wait included (default: none)")  # fmt: skip
     p.add_argument("--wait-for-lock", type=duration, default=0.0, metavar="DURATION",
@@ -142,6 +157,11 @@ class DeleteOptions:
     lock_lease: float = LEASE
     field_manager: str = "krmfn"
     version: str = field(default_factory=lambda: str(krmfn.__version__))
+    on_delete: list[Step] | None = None
+    """The render's on-delete steps (delete_steps.py); None: no render given."""
+    skip_delete_steps: bool = False
+    force: bool = False
+    """Go on with the teardown when an on-delete step fails."""
 
 
 @dataclass
@@ -158,6 +178,10 @@ class DeleteResult:
     failed_step: str | None = None
     failed_step_index: int | None = None
     elapsed: float = 0.0
+    on_delete: list[tuple[str, str]] = field(default_factory=list)
+    """(step, result) of the on-delete steps run before the teardown."""
+    went_on: str | None = None
+    """``--force``: the error of the on-delete step that failed, the teardown gone on past it."""
 
 
 class Deleter:
@@ -233,8 +257,9 @@ class Deleter:
         if not parent.exists:
             result.absent = True
             return
+        steps = steps_to_run(parent, o.on_delete, o.skip_delete_steps)  # refused before the lock is taken
         if o.dry_run:
-            self._dry_run(parent, self._teardown(parent), result)
+            self._dry_run(parent, steps, result)
             return
 
         def start(found: Parent) -> None:
@@ -247,9 +272,10 @@ class Deleter:
         self._during = "waiting for the inventory lock"
         self._inventory = inventory
         self._parent = parent = inventory.acquire(o.lock_wait, start)
+        first = self._on_delete(steps, parent, result)
         plan = self._teardown(parent)  # listed under the lock: what no other run can change meanwhile
         self._report_kept(plan, result)
-        for position, step in enumerate(plan.steps):
+        for position, step in enumerate(plan.steps, first):
             self._step = (position, step.name)
             self._delete_step(position, step.name, step.groups, result)
             result.steps_done += 1
@@ -260,6 +286,7 @@ class Deleter:
             parent.group_kinds = {key.group_kind for key in holding}
             parent.namespaces = {key.namespace for key in holding if key.namespace}
             parent.jobs = {}
+            parent.on_delete = []  # done with (or skipped): deleting what was kept needs no render
             self._runlog.end(None, None)
             inventory.close(parent)
             self._inventory = None
@@ -276,9 +303,30 @@ class Deleter:
             self._delete_group(None, "", [live], result, deadline=deadline, recorded=False)
         result.inventory = "deleted"
         if plan.after_parent:
-            self._step = (len(plan.steps), "namespace")
-            self._delete_step(len(plan.steps), "namespace", [plan.after_parent], result)
+            self._step = (first + len(plan.steps), "namespace")
+            self._delete_step(first + len(plan.steps), "namespace", [plan.after_parent], result)
             self._step = None
+
+    def _on_delete(self, steps: list[Step], parent: Parent, result: DeleteResult) -> int:
+        """The on-delete steps, each applied and waited for (a server dry run under ``--dry-run``);
+        returns how many, the teardown's first step position. A failure stops the delete unless
+        ``--force``."""
+        if not steps:
+            return 0
+        o = self.options
+        runner = DeleteStepsRunner(
+            self.api, ApplyOptions(field_manager=o.field_manager, dry_run=o.dry_run, version=o.version),
+            self.emit, clock=self.clock, budget=self.budget, parent=parent, inventory=self._inventory,
+            check_stop=self._check_stop, deadline=self._deadline,
+        )  # fmt: skip
+
+        def starting(step: Step) -> None:
+            self._step, self._during = (step.index, step.name), f"on-delete step {step.name}"
+
+        result.went_on = runner.apply_all(steps, force=o.force, starting=starting, done=result.on_delete)
+        result.steps_done += len(steps)
+        self._step = None
+        return len(steps)
 
     def _teardown(self, parent: Parent) -> Teardown:
         self._during = "reading the inventory's members"
@@ -293,9 +341,11 @@ class Deleter:
             self.emit(Delete(str(kept.key), "kept", kept.why, dry_run=self.options.dry_run))
             result.kept.append(str(kept.key))
 
-    def _dry_run(self, parent: Parent, plan: Teardown, result: DeleteResult) -> None:
+    def _dry_run(self, parent: Parent, steps: list[Step], result: DeleteResult) -> None:
+        first = self._on_delete(steps, parent, result)  # listed first, as they would run
+        plan = self._teardown(parent)
         self._report_kept(plan, result)
-        for position, step in enumerate(plan.steps):
+        for position, step in enumerate(plan.steps, first):
             for obj in step.members:
                 self.emit(
                     Delete(str(key_of(obj)), "deleted", step=position, step_name=step.name, dry_run=True)
@@ -310,9 +360,9 @@ class Deleter:
         result.inventory = "would delete"
         for obj in plan.after_parent:
             self.emit(Delete(str(key_of(obj)), "deleted", "holds the inventory: deleted after it",
-                             step=len(plan.steps), step_name="namespace", dry_run=True))  # fmt: skip
+                             step=first + len(plan.steps), step_name="namespace", dry_run=True))  # fmt: skip
             result.deleted.append(str(key_of(obj)))
-        result.steps_done = len(plan.steps) + bool(plan.after_parent)
+        result.steps_done = first + len(plan.steps) + bool(plan.after_parent)
 
     # --- one step ----------------------------------------------------------------------------------------
 
@@ -453,20 +503,25 @@ def summary_line(result: DeleteResult, options: DeleteOptions) -> str:
             "applied here, or deleted already)"
         )
     kept = f", {len(result.kept)} kept" if result.kept else ""
+    teardown_steps = result.steps_done - len(result.on_delete)
+    if result.on_delete:
+        kept += f", after {len(result.on_delete)} on-delete step(s)"
     if not result.ok:
         return f"failed: {result.error}; {len(result.deleted)} object(s) deleted before{took}"
+    if result.went_on:
+        kept += f"; {result.went_on}"
     if options.dry_run:
         then = "keep" if result.inventory == "kept" else "delete"
         return (
-            f"dry run: would delete {len(result.deleted)} object(s) in {result.steps_done} step(s){kept}, "
+            f"dry run: would delete {len(result.deleted)} object(s) in {teardown_steps} step(s){kept}, "
             f"then {then} the inventory {where}; nothing was deleted"
         )
     if result.inventory == "kept":
         return (
-            f"deleted {len(result.deleted)} object(s) in {result.steps_done} step(s){kept}; the inventory "
+            f"deleted {len(result.deleted)} object(s) in {teardown_steps} step(s){kept}; the inventory "
             f"{where} stays, listing what was kept{took}"
         )
-    count = f"{len(result.deleted)} object(s) in {result.steps_done} step(s){kept}"
+    count = f"{len(result.deleted)} object(s) in {teardown_steps} step(s){kept}"
     return f"deleted {count}, then the inventory {where}{took}"
 
 
@@ -477,13 +532,16 @@ def result_data(result: DeleteResult, options: DeleteOptions) -> dict[str, Any]:
         "failedStep": result.failed_step_index, "failedStepName": result.failed_step,
         "error": str(result.error) if result.error else None, "steps": result.steps_done,
         "deleted": result.deleted, "kept": result.kept, "inventory": inventory,
-        "elapsed": round(result.elapsed, 3),
+        "onDelete": [{"stepName": name, "result": outcome} for name, outcome in result.on_delete],
+        "wentOn": result.went_on, "elapsed": round(result.elapsed, 3),
     }  # fmt: skip
 
 
 def exit_code(result: DeleteResult) -> int:
     if result.ok:
-        return 0
+        return EXIT_WENT_ON if result.went_on else 0
+    if isinstance(result.error, SourceError):
+        return EXIT_USAGE  # an app with on-delete steps and no render
     if isinstance(result.error, Interrupted):
         return 128 + result.error.signum
     if isinstance(result.error, InternalError):
@@ -497,10 +555,11 @@ def _fail(err: RunnerError | str) -> None:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv[1:])
-    from krmfn.runner.commands.status_cmd import _name
+    from krmfn.runner.commands.delete_input import on_delete_steps, read_render
 
     try:
-        name = _name(args)
+        name, docs = read_render(args)
+        on_delete_steps(docs, name, args.namespace or "default", args.step_timeout)  # input errors first
     except RunnerError as err:
         _fail(err)
         return EXIT_USAGE
@@ -518,7 +577,14 @@ def main(argv: list[str]) -> int:
         name=name, namespace=args.namespace or api.default_namespace, dry_run=args.dry_run,
         prune_namespaces=args.prune_namespaces, prune_crds=args.prune_crds, step_timeout=args.step_timeout,
         timeout=args.timeout, lock_wait=args.wait_for_lock, field_manager=args.field_manager,
+        skip_delete_steps=args.skip_delete_steps, force=args.force,
     )  # fmt: skip
+    try:
+        options.on_delete = on_delete_steps(docs, name, options.namespace, args.step_timeout)
+    except RunnerError as err:
+        _fail(err)
+        printer.close()
+        return EXIT_USAGE
     deleter = Deleter(api, options, printer, budget=budget)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -117,10 +117,17 @@ def summary_line(result: Result, dry_run: bool = False) -> str:
             f"; step {step} timed out and the run went on (onTimeout: continue): {error}"
             for step, error in result.timed_out
         )
+        on_delete = (
+            f"; on-delete step(s) {', '.join(result.on_delete)} not applied (krmfn delete -f/-k runs them "
+            "before the teardown)"
+            if result.on_delete
+            else ""
+        )
         return (
             f"done{' (server dry run)' if dry_run else ''}: {result.steps_done} step(s), "
             f"{len(result.applied)} object(s) {verb}, {len(result.unchanged)} unchanged{pruned}{took}"
             + went_on
+            + on_delete
         )
     message = str(result.error)
     if isinstance(result.error, Interrupted):
@@ -176,6 +183,8 @@ class JsonPrinter:
         }
         if result.timed_out:  # only then: the steps that timed out and the run went on past
             data["timedOut"] = [{"stepName": step, "error": error} for step, error in result.timed_out]
+        if result.on_delete:  # only then: the on-delete steps apply left for krmfn delete
+            data["onDeleteNotApplied"] = result.on_delete
         self.out.write(json.dumps(data, separators=(",", ":")) + "\n")
         self.out.flush()
 
@@ -306,6 +315,7 @@ def plan_data(plan: Plan) -> dict[str, Any]:
         "type": "plan",
         "steps": [data(step) for step in plan.steps],
         "onFailure": [data(step) for step in plan.on_failure],
+        "onDelete": [data(step) for step in plan.on_delete],
     }
 
 
@@ -324,6 +334,12 @@ def plan_lines(plan: Plan) -> list[str]:
     for step in plan.on_failure:
         lines.append(
             f"on failure: step {step.index} {step.name} (timeout {step.timeout_text}, waits for health)"
+        )
+        lines.extend(f"  {n}. {item.key}" for n, item in enumerate(step.items, 1))
+    for step in plan.on_delete:
+        lines.append(
+            f"on delete: step {step.index} {step.name} (timeout {step.timeout_text}, waits for health; "
+            "not applied by krmfn apply: krmfn delete -f/-k runs it before the teardown)"
         )
         lines.extend(f"  {n}. {item.key}" for n, item in enumerate(step.items, 1))
     if not lines:

@@ -10,6 +10,10 @@ with ``--prune-namespaces``/``--prune-crds``, and a member annotated ``krmfn.dev
 in place. Another inventory's parent is never deleted; a Namespace that holds this app's parent is
 deleted after the parent (deleting it first would delete the parent, and with it the lock and the record
 of the teardown, while steps are still running).
+
+The on-delete steps' objects (``krmfn.dev/on-delete: "true"``: applied by ``krmfn delete -f/-k`` just
+before, so members like any other) are deleted first, the last on-delete step first: they were applied
+last, and they did their work before the teardown started.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from krmfn.runner.errors import Interrupted, StepTimeout
 from krmfn.runner.inventory.applyset import Parent
 from krmfn.runner.inventory.prune import GUARDED, PARENT_KEPT, is_parent, kept_because
 from krmfn.runner.plan import Key, key_of, kind_rank
-from krmfn.steps import STEP, UNSTEPPED, index_of
+from krmfn.steps import ON_DELETE, STEP, UNSTEPPED, UNSTEPPED_ON_DELETE, index_of
 
 Member = dict[str, Any]
 
@@ -36,6 +40,8 @@ class DeleteStep:
     """The step's ``krmfn.dev/step-index``; None for the objects without one (apply's first step)."""
     name: str
     groups: list[list[Member]] = field(default_factory=list)
+    on_delete: bool = False
+    """The objects of an on-delete step (``krmfn.dev/on-delete``), deleted before the app's."""
 
     @property
     def members(self) -> list[Member]:
@@ -70,7 +76,13 @@ class Teardown:
 def step_name(obj: Member) -> str:
     """The step's name as set-steps wrote it (as ``krmfn status`` shows it)."""
     index = index_of(obj)
-    return str(annotations_of(obj).get(STEP) or (UNSTEPPED if index is None else f"step-{index}"))
+    unstepped = UNSTEPPED_ON_DELETE if is_on_delete(obj) else UNSTEPPED
+    return str(annotations_of(obj).get(STEP) or (unstepped if index is None else f"step-{index}"))
+
+
+def is_on_delete(obj: Member) -> bool:
+    """A member of an on-delete step; read from the cluster, so any value but ``"true"`` is not."""
+    return str(annotations_of(obj).get(ON_DELETE, "")) == "true"
 
 
 def teardown(members: list[Member], parent: Parent, options: Any) -> Teardown:
@@ -78,6 +90,7 @@ def teardown(members: list[Member], parent: Parent, options: Any) -> Teardown:
     ``prune_crds``). Pure: ``krmfn delete --dry-run`` prints exactly this."""
     plan = Teardown()
     by_step: dict[int | None, list[Member]] = {}
+    by_delete_step: dict[int | None, list[Member]] = {}
     seen: set[Key] = set()
     for obj in sorted(members, key=key_of):
         key = key_of(obj)
@@ -96,22 +109,28 @@ def teardown(members: list[Member], parent: Parent, options: Any) -> Teardown:
         if (key.group, key.kind) == ("", "Namespace") and key.name == parent.namespace:
             plan.after_parent.append(obj)
             continue
-        by_step.setdefault(index_of(obj), []).append(obj)
+        (by_delete_step if is_on_delete(obj) else by_step).setdefault(index_of(obj), []).append(obj)
     if plan.inventory_stays:  # the parent stays, so the Namespace it lives in must too
         why = "it holds the inventory, which stays for the members kept"
         plan.kept += [Kept(key_of(obj), why, holds_inventory=True) for obj in plan.after_parent]
         plan.after_parent = []
-    # Later steps first; the unindexed objects (apply's first step) last.
+    plan.steps = _steps(by_delete_step, on_delete=True) + _steps(by_step, on_delete=False)
+    return plan
+
+
+def _steps(by_step: dict[int | None, list[Member]], *, on_delete: bool) -> list[DeleteStep]:
+    """Later steps first; the unindexed objects (apply's first step) last."""
+    found = []
     for index in sorted(by_step, key=lambda i: 1 if i is None else -i):
         objs = by_step[index]
         names = sorted({step_name(obj) for obj in objs})
-        step = DeleteStep(index, names[0] if len(names) == 1 else ",".join(names))
+        step = DeleteStep(index, names[0] if len(names) == 1 else ",".join(names), on_delete=on_delete)
         ranks: dict[int, list[Member]] = {}
         for obj in objs:
             ranks.setdefault(kind_rank(str(obj.get("kind"))), []).append(obj)
         step.groups = [sorted(ranks[rank], key=key_of) for rank in sorted(ranks, reverse=True)]
-        plan.steps.append(step)
-    return plan
+        found.append(step)
+    return found
 
 
 def waiting_for(obj: Member | None) -> str:

@@ -142,6 +142,8 @@ class Result:
     """(step, error) of the steps that timed out with ``onTimeout: continue``: the run went on."""
     elapsed: float = 0.0
     """Seconds from the start of the run to its end."""
+    on_delete: list[str] = field(default_factory=list)
+    """The on-delete steps of the plan, which apply never applies (the summary names them)."""
 
 
 @dataclass
@@ -250,6 +252,7 @@ class Runner:
 
     def _run(self, plan: Plan, result: Result) -> None:
         self._check_stop()  # a signal received while the command started: nothing is sent at all
+        result.on_delete = [step.name for step in plan.on_delete]
         self._resolve(plan)
         parent = self._open_parent(plan)
         self._check_adoption(plan, parent)
@@ -283,6 +286,7 @@ class Runner:
                 members = [it.key for it in plan.items] + remaining
                 parent.group_kinds = {key.group_kind for key in members}
                 parent.namespaces = {key.namespace for key in members if key.namespace}
+            parent.on_delete = [step.name for step in plan.on_delete]  # what delete must be given
             self._during = "recording the inventory"
             self._runlog.end(None, None)
             self._inventory_of().close(parent)
@@ -367,6 +371,7 @@ class Runner:
             # every kind and namespace that may hold members.
             parent.group_kinds |= {it.key.group_kind for it in plan.items}
             parent.namespaces |= {it.key.namespace for it in plan.items if it.key.namespace}
+            parent.on_delete = list(dict.fromkeys([*parent.on_delete, *(s.name for s in plan.on_delete)]))
             self._runlog.start(parent, [str(it.key) for it in plan.items])
 
         self._during = "waiting for the inventory lock"

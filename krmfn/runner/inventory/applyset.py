@@ -19,7 +19,15 @@ from typing import Any, Literal
 from krmfn.names import dns_subdomain_problem, kind_problem, namespace_problem
 from krmfn.runner.errors import InventoryError
 from krmfn.runner.inventory.runs import RunRecord, parse_runs, render_runs
-from krmfn.runner.reserved import JOB_RECORDS, LAST_PLAN, LEGACY_COMPLETED_JOBS, RUNS
+from krmfn.runner.reserved import (
+    JOB_RECORDS,
+    LAST_PLAN,
+    LEGACY_COMPLETED_JOBS,
+    MAX_ON_DELETE_STEPS,
+    ON_DELETE_STEPS,
+    RUNS,
+)
+from krmfn.terminal import cut
 
 ID_LABEL = "applyset.kubernetes.io/id"
 PART_OF = "applyset.kubernetes.io/part-of"
@@ -71,6 +79,9 @@ class Parent:
     """The last runs, oldest first (runs.py), for ``krmfn status``."""
     last_plan: str = ""
     """The last run's objects, as runs.encode_plan writes them."""
+    on_delete: list[str] = field(default_factory=list)
+    """The on-delete steps of the app's render (``krmfn.dev/on-delete-steps``): apply records them, so
+    that ``krmfn delete`` without the render refuses rather than skip them."""
 
     @property
     def id(self) -> str:
@@ -99,6 +110,8 @@ class Parent:
         parent._check_lists()
         parent.runs = parse_runs(str(annotations.get(RUNS, "")))
         parent.last_plan = str(annotations.get(LAST_PLAN, ""))
+        names = [part.strip() for part in str(annotations.get(ON_DELETE_STEPS, "")).split(",")]
+        parent.on_delete = [cut(name, 63) for name in names if name][:MAX_ON_DELETE_STEPS]
         for entry in _split(str(annotations.get(LEGACY_COMPLETED_JOBS, ""))):
             job, _, spec_hash = entry.partition("=")
             if job and spec_hash:
@@ -142,6 +155,8 @@ class Parent:
             annotations[RUNS] = render_runs(self.runs)
         if self.last_plan:
             annotations[LAST_PLAN] = self.last_plan
+        if self.on_delete:
+            annotations[ON_DELETE_STEPS] = ",".join(self.on_delete)
         return {
             "apiVersion": "v1",
             "kind": "Secret",

@@ -32,10 +32,20 @@ from krmfn.runner.events import Event, Lock
 from krmfn.runner.inventory.applyset import GROUP_KINDS, NAMESPACES, TOOLING, Parent
 from krmfn.runner.inventory.lock import LEASE, RENEW, Lease, held_by_other
 from krmfn.runner.plan import Key
-from krmfn.runner.reserved import JOB_RECORDS, LAST_PLAN, LEGACY_COMPLETED_JOBS, LOCK, RUNS
+from krmfn.runner.reserved import JOB_RECORDS, LAST_PLAN, LEGACY_COMPLETED_JOBS, LOCK, ON_DELETE_STEPS, RUNS
 
 Call = Callable[..., Any]
-OWNED = (TOOLING, GROUP_KINDS, NAMESPACES, JOB_RECORDS, LEGACY_COMPLETED_JOBS, LOCK, RUNS, LAST_PLAN)
+OWNED = (
+    TOOLING,
+    GROUP_KINDS,
+    NAMESPACES,
+    JOB_RECORDS,
+    LEGACY_COMPLETED_JOBS,
+    LOCK,
+    RUNS,
+    LAST_PLAN,
+    ON_DELETE_STEPS,
+)
 """The parent's annotations krmfn writes; a write replaces exactly these."""
 LOCK_POLL = 0.5
 CONFLICT_RETRIES = 5
