@@ -95,6 +95,8 @@ class FakeApi:
         self.log_streams: dict[tuple[str, str], list[list[str]]] = {}
         """``follow_logs``: per (pod, container), the streams its follow requests get, in order."""
         self.follow_requests: list[tuple[str, str, str]] = []
+        self.server_now: datetime | None = None
+        """What ``server_time`` answers (None: the server's time is not known, as before any answer)."""
         self._objects: dict[Key, Obj] = {}
         self._revision = itertools.count(1)
         self._uids = (str(uuid.UUID(int=i)) for i in itertools.count(1))
@@ -215,6 +217,9 @@ class FakeApi:
     ) -> str | None:
         self.log_requests.append((name, container, previous))
         return self.log_lines.get((name, container, previous))
+
+    def server_time(self) -> datetime | None:
+        return self.server_now
 
     def follow_logs(
         self, name: str, namespace: str, container: str, since: str, stop: threading.Event

@@ -197,3 +197,26 @@ def test_a_watch_event_nested_too_deep_ends_the_watch_with_an_error(depth: int) 
     assert next(events)[0] == "ADDED"
     with pytest.raises(ApiStatusError, match=r"^watch of x: an event nests deeper than 256 levels"):
         next(events)
+
+
+@pytest.mark.parametrize(
+    ("date", "expected"),
+    [
+        ("Thu, 03 Dec 2026 08:00:00 GMT", "2026-12-03T08:00:02+00:00"),
+        ("", None),
+        ("yesterday", None),
+        ("Thu, 03 Dec 2026 08:00:00", None),  # no zone: not the API server's form, not guessed
+        ("Thu, 03 Dec 2026 08:00:00 GMT" + " " * 100, None),  # over the length of any HTTP date
+        ("Thu, 99 Dec 2026 08:00:00 GMT", None),
+    ],
+    ids=["http-date", "none", "words", "no-zone", "too-long", "no-such-day"],
+)
+def test_the_servers_time_comes_from_the_last_date_it_sent_plus_the_time_since(
+    date: str, expected: str | None
+) -> None:
+    http, clock, _ = api(iter([ok() if not date else json_answer(200, {"kind": "ConfigMap"}, Date=date)]))
+    assert http.server_time() is None  # before any answer
+    http.get(CONFIGMAPS, "x", "apps")
+    clock.now += 2.0
+    found = http.server_time()
+    assert (found.isoformat() if found else None) == expected

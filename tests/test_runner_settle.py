@@ -5,7 +5,9 @@ tests/cluster/test_real_node_pods.py."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -352,3 +354,66 @@ def test_an_unready_pods_latest_probe_failure_is_named() -> None:
         "waits for 1 updated replicas available; now 0 of 1 updated replicas available; "
         "pod web-1 not ready: readiness probe failed: schema 9.9.9 missing"
     )
+
+
+# --- rule 4: a workload the run left unchanged, whose pods held already by the server's clock -------------
+
+LONG_AGO = "2026-12-03T07:00:00Z"
+JUST_NOW = "2026-12-03T07:59:58Z"
+HELD_BEFORE = datetime(2026, 12, 3, 7, 59, 55, tzinfo=UTC)  # the server's now (08:00:00) minus a 5 s window
+
+
+def timed(shown: Doc, ready_at: str | None, ended_at: str | None = None) -> Doc:
+    """``shown`` with its Ready condition's transition at ``ready_at`` and its container's last exit."""
+    out = copy.deepcopy(shown)
+    if ready_at is not None:
+        out["status"]["conditions"][0]["lastTransitionTime"] = ready_at
+    last = out["status"]["containerStatuses"][0].get("lastState")
+    if last and ended_at is not None:
+        last["terminated"]["finishedAt"] = ended_at
+    return out
+
+
+TIMES = {  # (Ready transition, last exit) of every tick's pod (the exit where the pod has ended a run)
+    "ready long ago": (LONG_AGO, None),
+    "ready just now": (JUST_NOW, None),
+    "ready long ago, exited just now": (LONG_AGO, JUST_NOW),
+    "no transition time": (None, None),
+    "a hostile time": ("tomorrow", None),
+    "a time without a zone": ("2026-12-03T07:00:00", None),
+}
+
+
+@pytest.mark.parametrize("times", sorted(TIMES))
+@pytest.mark.parametrize("pattern", sorted(PATTERNS))
+@pytest.mark.parametrize("unchanged", [True, False], ids=["unchanged", "changed"])
+def test_an_unchanged_workload_whose_pods_held_by_the_servers_clock_is_done_at_once(
+    pattern: str, times: str, unchanged: bool
+) -> None:
+    ready_at, ended_at = TIMES[times]
+    ticks = [timed(shown, ready_at, ended_at or LONG_AGO) for shown in PATTERNS[pattern]]
+    settler = Settler(window=3, held_before=HELD_BEFORE if unchanged else None)
+    seen = play(ticks, settler)
+    # Held: the first look's pod ready since before the window, by a time that can be read, and no run of
+    # its containers ended within the window.
+    first = ticks[0]
+    ended = (first["status"]["containerStatuses"][0].get("lastState") or {}).get("terminated", {})
+    held = unchanged and times.startswith("ready long ago") and ended.get("finishedAt", LONG_AGO) == LONG_AGO
+    if held:
+        assert seen == [Health("current", "rolled out (1 available), unchanged and held for 3s already")]
+        return
+    healthy, failed = EXPECTED[pattern]  # otherwise: the window, exactly as for a change
+    assert (seen[-1].state == "current") is healthy, seen
+    assert (seen[-1].state == "failed") is failed, seen
+    if healthy:
+        assert len(seen) > 3, seen  # not before the window has passed
+
+
+def test_held_already_is_asked_at_the_first_judgement_only() -> None:
+    """A pod that turns steady later is judged by the window, not by rule 4 (the look that counts is
+    the one right after the apply)."""
+    settler = Settler(window=3, held_before=HELD_BEFORE)
+    assert settler.observe([]) is None
+    assert settler.judge(Health("in-progress", "rolling"), 0.0).state == "in-progress"
+    settler.observe([timed(pod(), LONG_AGO)])
+    assert settler.judge(ROLLED_OUT, 1.0).message.endswith("settling: no container restart for 3s")

@@ -11,6 +11,7 @@ import math
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 from urllib.parse import quote
 
@@ -212,6 +213,11 @@ class Api(Protocol):
     ) -> str | None:
         """The last ``tail`` lines of a container's log (``previous``: of its run before the last restart),
         or None when the node does not serve them; at most ``LOG_LIMIT_BYTES`` of it."""
+        ...
+
+    def server_time(self) -> datetime | None:
+        """The API server's clock now (from its answers' ``Date``), or None when not known: what the
+        settle rule compares the pods' times with (settle.py, rule 4)."""
         ...
 
     def follow_logs(

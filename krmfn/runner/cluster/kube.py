@@ -20,6 +20,8 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime, timedelta
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -114,6 +116,16 @@ class HttpApi:
         self._clock = clock
         self._discovery: dict[str, dict[str, Resource]] = {}
         self._lock = threading.Lock()
+        self._date: tuple[datetime, float] | None = None
+        """The last answer's ``Date`` and this clock's time at it: the API server's time (server_time)."""
+
+    def server_time(self) -> datetime | None:
+        """The API server's time now, from the ``Date`` of its last answer (second precision) plus the
+        time since; None before an answer with a readable ``Date``."""
+        if self._date is None:
+            return None
+        date, at = self._date
+        return date + timedelta(seconds=max(0.0, self._clock() - at))
 
     def close(self) -> None:
         self._wire.close()
@@ -366,6 +378,7 @@ class HttpApi:
                 raise ClusterUnreachable(f"{where}, {method} {path}: {err}") from None
             else:
                 if reply.status < 400:
+                    self._note_date(reply.headers.get("date", ""))
                     return reply
                 if reply.status not in TRANSIENT:
                     raise _status_error(reply)
@@ -377,6 +390,16 @@ class HttpApi:
                     raise _status_error(reply)
             self._pause(delay, f"{method} {path}")
             delay = min(delay * 2, 2.0)
+
+    def _note_date(self, text: str) -> None:
+        if not text or len(text) > 64:  # an HTTP date is 29 characters: anything long is not one
+            return
+        try:
+            date = parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return
+        if date.tzinfo is not None:
+            self._date = (date, self._clock())
 
     def _pause(self, seconds: float, what: str) -> None:
         """The wait before a retry, cut short (and the retries ended) by the command's budget."""

@@ -9,6 +9,7 @@ label for a Job) and passes them here. Every text comes from the cluster and is 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 IMAGE_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName"})
@@ -149,6 +150,43 @@ def ready(pod: dict[str, Any]) -> bool:
         if isinstance(cond, dict) and cond.get("type") == "Ready":
             return cond.get("status") == "True"
     return False
+
+
+def steady_since(pods: list[dict[str, Any]]) -> datetime | None:
+    """Since when (the API server's clock) every live pod of ``pods`` has been ready with no container
+    ended: the latest of their Ready conditions' transitions and their containers' last exits; None when
+    a pod is not ready or a time cannot be read (hostile or missing: never taken as long ago)."""
+    latest: datetime | None = None
+    alive = _live(pods)
+    for pod in alive:
+        if not ready(pod):
+            return None
+        conditions = _mapping(pod.get("status")).get("conditions")  # a list: ready() found Ready in it
+        ready_at = [
+            c.get("lastTransitionTime")
+            for c in conditions or []
+            if isinstance(c, dict) and c.get("type") == "Ready"
+        ]
+        ended = [
+            _mapping(_mapping(c.get("lastState")).get("terminated")).get("finishedAt") for c in statuses(pod)
+        ]
+        for text in [*ready_at, *(t for t in ended if t is not None)]:
+            moment = timestamp(text)
+            if moment is None:
+                return None
+            latest = moment if latest is None else max(latest, moment)
+    return latest if alive else None
+
+
+def timestamp(text: object) -> datetime | None:
+    """An RFC 3339 time as the API server writes it (``2026-12-03T07:40:01Z``), or None."""
+    if not isinstance(text, str) or len(text) > 40:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
 
 
 def not_ready(pods: list[dict[str, Any]], limit: int = 3) -> list[str]:

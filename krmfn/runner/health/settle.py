@@ -18,6 +18,11 @@ status rules (status.py), while a step waits:
    starts the window again, once the status is back to rolled out. It plays ``minReadySeconds``'s part
    for every workload, judged by the runner (a workload's own ``minReadySeconds`` still counts, in its
    status). Only when the pods cannot be listed does the status alone decide, as before.
+4. **Held already.** A workload this run left as it was (the server changed nothing) whose pods, at the
+   first look, have all been ready with no container ended for at least the window, by the API server's
+   own clock (its ``Date`` header against the pods' Ready transitions and last exits), has held already:
+   re-running an unchanged deploy does not wait the window again. Anything less (a pod not ready, a time
+   that cannot be read, a recent restart, no server time) and the window applies as for a change.
 
 Pure: the engine lists the pods and passes the clock's time. The annotations are read in
 ``runner/settle_annotations.py``, where the plan checks them before anything is applied.
@@ -26,6 +31,7 @@ Pure: the engine lists the pods and passes the clock's time. The annotations are
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from krmfn.duration import SECOND, format_duration
@@ -49,6 +55,10 @@ class Settler:
     at_since: dict[str, int] = field(default_factory=dict)
     broke: str = ""
     """Why the last window started again (a restart, an unready pod), for the status line."""
+    held_before: datetime | None = None
+    """Set when this run left the workload unchanged: the server's time ``window`` ago. Pods steady since
+    then have held already (rule 4); only the first judgement asks."""
+    judged: bool = False
 
     def observe(self, pods: list[dict[str, Any]] | None) -> Health | None:
         """Takes a new look at the pods; the failure they show, if any."""
@@ -77,6 +87,7 @@ class Settler:
 
     def judge(self, found: Health, now: float) -> Health:
         """``found`` (the status rules' health) with the settle window applied."""
+        first, self.judged = not self.judged, True
         # No pods listed yet is not "no pods to judge": the last list may predate the pods' creation (the
         # window then starts without them, and their first look counts their restarts from 0).
         if found.state != "current" or self.window <= 0 or self.pods is None:
@@ -87,6 +98,12 @@ class Settler:
         if unready:
             self.since = None
             return Health("in-progress", f"{found.message}, but {unready[0]}")
+        if first and self.held_before is not None:
+            steady = podtrouble.steady_since(self.pods)
+            if steady is not None and steady <= self.held_before:
+                return Health(
+                    "current", f"{found.message}, unchanged and held for {self.window_text} already"
+                )
         if self.since is None:
             self.since, self.at_since = now, podtrouble.restarts(self.pods)
         if now - self.since >= self.window:
