@@ -5,7 +5,10 @@
 
 Each round starts the node (containerd, kubelet, kube-proxy; images already imported), runs one Job of
 one pod to completion on it, reads the peak RSS of the node's own processes (VmHWM: containerd, kubelet,
-kube-proxy; the containers' shims and pods are the workload, not the node) and stops it. The first round
+kube-proxy; the containers' shims and pods are the workload, not the node), follows the log of a Job
+that writes its own clock's time every 0.2 s the way ``krmfn apply --follow`` does (engine/follow.py,
+in process), and stops it: the delay from a line's write to its ``log`` event is the event's time minus
+the time the line holds (one machine, one clock). The first round
 may import the images into containerd (once per image content); the table says which. Prints Markdown.
 """
 
@@ -55,6 +58,40 @@ def one_job(cluster: Cluster, node: RealNode) -> float:
     return time.monotonic() - started
 
 
+def follow_delays(cluster: Cluster, node: RealNode, lines: int = 20) -> list[float]:
+    """Seconds from each of ``lines`` lines written by a container to krmfn's ``log`` event for it."""
+    from krmfn.runner.cluster.kube import connect
+    from krmfn.runner.engine.follow import Follower
+    from krmfn.runner.events import Event, Log
+    from krmfn.runner.plan import Key
+
+    client = cluster.client()
+    namespace = create_namespace(client, f"bench-{secrets.token_hex(3)}", annotations=REAL_NAMESPACE)
+    script = f"for i in $(seq {lines}); do date +%s.%N; sleep 0.2; done"
+    container = {"name": "main", "image": node.image("app"), "imagePullPolicy": "Never",
+                 "command": ["sh", "-c", script]}  # fmt: skip
+    pod = {"restartPolicy": "Never", "containers": [container]}
+    job = cast(Job, Job.from_dict({"metadata": {"name": "follow", "namespace": namespace},
+                         "spec": {"backoffLimit": 0, "template": {"spec": pod}}}))  # fmt: skip
+    delays: list[float] = []
+
+    def emit(event: Event) -> None:
+        if isinstance(event, Log):
+            delays.append(time.time() - float(event.line))
+
+    def done() -> bool:
+        status = client.get(Job, "follow", namespace=namespace).status
+        return bool(status and status.succeeded)
+
+    api = connect(str(cluster.kubeconfig), None, retry_budget=10.0)
+    client.create(job)
+    with Follower(api, emit).during(0, "bench", [Key("batch", "Job", namespace, "follow")]):
+        wait_until("the Job", done, 60, interval=0.05)
+    if len(delays) != lines:
+        raise SystemExit(f"--follow showed {len(delays)} of the {lines} lines written")
+    return delays
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -74,6 +111,7 @@ def main() -> int:
             node.up()
             try:
                 job = one_job(cluster, node)
+                delays = follow_delays(cluster, node)
                 rss = {name: kib / 1024 for name, kib in node.peak_rss_kib().items()}
             finally:
                 node.down()
@@ -81,6 +119,7 @@ def main() -> int:
             row = {key: node.timings[key] for key, _ in MILESTONES}
             row |= {"imported": node.timings["images-imported"] - node.timings["containerd-up"], "job": job}
             row |= {"down": node.timings["down"], **{f"rss-{n}": mib for n, mib in rss.items()}}
+            row |= {"follow-median": statistics.median(delays), "follow-max": max(delays)}
             rows.append(row)
             print(f"round {len(rows)}: {row} (lock and build {start:.2f}s)", file=sys.stderr)
     finally:
@@ -97,6 +136,8 @@ def main() -> int:
     print(f"| of which importing images into containerd | {cell('imported')} |")
     print(f"| one-pod Job, create to Complete | {cell('job')} |")
     print(f"| stop (pods drained, processes, host cleanup) | {cell('down')} |")
+    print(f"| `--follow`: a line written to its log event, median of 20 lines | {cell('follow-median')} |")
+    print(f"| `--follow`: the same, slowest of 20 lines (target < 1 s) | {cell('follow-max')} |")
     print(f"\n### Real node peak RSS (VmHWM, MiB), median of {rounds} (min-max)\n")
     print("| process | MiB |\n|---|---:|")
     for name in ("containerd", "kubelet", "kube-proxy"):
