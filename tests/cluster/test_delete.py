@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lightkube import ApiError, Client
+from lightkube import Client
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import ConfigMap, Pod, Secret
 from lightkube.types import PatchType
@@ -26,7 +26,7 @@ from lightkube.types import PatchType
 from krmfn.runner.commands import delete_cmd
 from krmfn.runner.inventory.applyset import PART_OF, applyset_id
 
-from .objects import annotations_of, meta
+from .objects import annotations_of, exists, meta
 from .runner_fixtures import Apply, Background, Outcome, configmap, deployment, inventory_problems
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 
@@ -47,16 +47,6 @@ def spawn_delete(kubeconfig: Path, namespace: str, *flags: str) -> Background:
     argv = [str(Path(sys.executable).parent / "krmfn"), "delete", "-n", namespace, "--kubeconfig",
             str(kubeconfig), "-o", "json", "--applyset", "krmfn", *flags]  # fmt: skip
     return Background(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-
-
-def exists(client: Client, res: Kind, name: str, namespace: str) -> bool:
-    try:
-        client.get(res, name, namespace=namespace)
-    except ApiError as err:
-        if err.status.code == 404:
-            return False
-        raise
-    return True
 
 
 class Deletions:

@@ -15,13 +15,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from lightkube import ApiError, Client
+from lightkube import Client
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import ConfigMap, Secret
 
 from krmfn.yaml.io import dump_all_fast
 
-from .objects import annotations_of, meta, status_of
+from .objects import annotations_of, exists, meta, status_of
 from .runner_fixtures import Apply, Doc, configmap, final_wait, job
 from .runner_fixtures import apply as apply  # noqa: PLC0414 (re-exported fixture)
 from .test_delete import delete
@@ -38,18 +38,6 @@ def render(tmp_path: Path, docs: list[Doc]) -> str:
     path = tmp_path / "render.yaml"
     path.write_text(dump_all_fast(docs))
     return str(path)
-
-
-def exists(
-    client: Client, res: type[Job] | type[ConfigMap] | type[Secret], name: str, namespace: str
-) -> bool:
-    try:
-        client.get(res, name, namespace=namespace)
-    except ApiError as err:
-        if err.status.code == 404:
-            return False
-        raise
-    return True
 
 
 class Timeline:
