@@ -8,8 +8,10 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from fake_kube import FakeApi
 
 from krmfn.runner.cluster.api import Resource, WatchEvent
@@ -147,3 +149,41 @@ def test_a_timeout_says_why_the_workload_is_blocked() -> None:
         "available; now 0 of 1 updated replicas available; pod web-7d9-x2 not ready: container app "
         "running, readiness probe not passing"
     )
+
+
+def steady_since(doc: Doc, when: str) -> Doc:
+    doc["status"]["conditions"][0]["lastTransitionTime"] = when
+    return doc
+
+
+SERVER_NOW = datetime(2026, 12, 3, 8, 0, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("second_apply", "server_now", "ready_since", "held"),
+    [
+        ("unchanged", SERVER_NOW, "2026-12-03T07:00:00Z", True),
+        ("unchanged", SERVER_NOW, "2026-12-03T07:59:59Z", False),  # ready for 1 s of a 2 s window
+        ("unchanged", None, "2026-12-03T07:00:00Z", False),  # the server's time not known
+        ("changed", SERVER_NOW, "2026-12-03T07:00:00Z", False),  # a change rolls out: the window
+    ],
+    ids=["held-already", "ready-too-recently", "no-server-time", "changed"],
+)
+def test_an_unchanged_deployment_whose_pods_held_by_the_servers_clock_skips_the_window(
+    second_apply: str, server_now: datetime | None, ready_since: str, held: bool
+) -> None:
+    api = Kubelet([[steady_since(pod(), ready_since)]])
+    api.server_now = server_now
+    first, _ = run(api, web(**{"krmfn.dev/settle": "2s"}))
+    assert first.ok, first.error
+    again = web(**{"krmfn.dev/settle": "2s"})
+    if second_apply == "changed":
+        again["spec"]["template"]["spec"]["containers"][0]["image"] = "web:2"
+    result, statuses = run(api, again)
+    assert result.ok, result.error
+    if held:
+        assert [(s.state, s.message) for s in statuses] == [
+            ("current", "rolled out (1 available), unchanged and held for 2s already")]  # fmt: skip
+    else:
+        assert [s.state for s in statuses] == ["in-progress", "current"], statuses
+        assert statuses[-1].message == "rolled out (1 available), held for 2s"

@@ -100,6 +100,11 @@ def test_unchanged_reapply_creates_nothing_new(apply: Apply, kube_client: Client
     after = {name: meta(kube_client.get(Job, name, namespace=namespace)).uid for name in before}
     assert after == before
     assert sorted(name_of(p) for p in kube_client.list(Pod, namespace=namespace)) == pods_before
+    # The first run held the unchanged Deployment for its settle window; by the API server's clock its pods
+    # have been ready that long, so this run does not wait the window again (settle.py, rule 4).
+    web = [s for s in out.of("status") if s["object"] == f"Deployment.apps {namespace}/web"]
+    assert [(s["state"], s["message"].rpartition(", ")[2]) for s in web] == [
+        ("current", "unchanged and held for 5s already")], web  # fmt: skip
 
 
 def test_interrupted_run_stops_cleanly_and_a_rerun_finishes_without_rerunning_jobs(

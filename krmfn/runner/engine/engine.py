@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import partial
 from typing import Any, ParamSpec, Protocol, TypeVar
 
@@ -165,6 +166,8 @@ class Tracked:
     """A failed Job's health with its pods' failures and log lines, looked up once."""
     settler: settle.Settler | None = None
     """A workload's settle state (settle.py): its pods' restarts and readiness during the wait."""
+    unchanged: bool = False
+    """This run's apply changed nothing of it: a workload may have held already (settle.py, rule 4)."""
     trouble: Health | None = None
     """A failure its pods show before its status does (a fail-fast reason, the restart budget spent)."""
 
@@ -494,7 +497,7 @@ class Runner:
         else:
             action = "configured"
         self._report_apply(step, item.key, action)
-        return Tracked(item.key, res, live)
+        return Tracked(item.key, res, live, unchanged=action == "unchanged")
 
     def _force_recreate(
         self, step: Step, key: Key, res: Resource, obj: dict[str, Any], deadline: float, *, why: str
@@ -849,7 +852,9 @@ class Runner:
         """A workload gets its settle state (settle.py) and a first look at its pods."""
         if workloads.is_workload(t.key) and t.settled is None and t.live is not None:
             notes = annotations_of(t.live)
-            t.settler = settle.Settler(window_of(notes), budget_of(notes))
+            window, now = window_of(notes), self.api.server_time() if t.unchanged else None
+            held = now - timedelta(seconds=window) if now is not None else None
+            t.settler = settle.Settler(window, budget_of(notes), held_before=held)
 
     def _look_at_jobs(
         self, step: Step, due: list[Tracked], states: dict[Key, Health], now: float, how: tuple[float, bool]
