@@ -30,23 +30,8 @@ class Discovery:
         """Discovery for every object before anything is applied, so an unknown kind fails the run
         up front. Kinds whose CRD is part of the plan are resolved when their turn comes."""
         self._doing("discovery")
-        for item in plan.items:
-            if item.kind == "CustomResourceDefinition":
-                spec = item.obj.get("spec") or {}
-                self.crds[(str(spec.get("group", "")), str((spec.get("names") or {}).get("kind", "")))] = item
-        for item in plan.items:
-            try:
-                res = self.api.resource(item.api_version, item.kind)
-            except NoSuchKind as err:
-                if (item.key.group, item.kind) in self.crds:
-                    continue
-                raise UnknownKind(str(item.key), str(err)) from None
-            self._place(item, res)
-
-    def _place(self, item: Item, res: Resource) -> None:
-        if not res.namespaced:
-            item.drop_namespace()
-        self.resources[item.key] = res
+        self.crds.update(crds_of(plan))
+        resolve(self.api, plan, self.crds, self.resources)
 
     def resource_for(self, step: Step, item: Item, deadline: float) -> Resource:
         """The REST resource of ``item``; for a kind whose CRD is in the plan, waits until the CRD is
@@ -75,5 +60,41 @@ class Discovery:
                 self.clock.sleep(delay)
                 delay = min(delay * 2, 0.5)
                 continue
-            self._place(item, res)
+            place(item, res, self.resources)
             return res
+
+
+def crds_of(plan: Plan) -> dict[tuple[str, str], Item]:
+    """The plan's CRDs by the (group, kind) they serve."""
+    crds = {}
+    for item in plan.items:
+        if item.kind == "CustomResourceDefinition":
+            spec = item.obj.get("spec") or {}
+            crds[(str(spec.get("group", "")), str((spec.get("names") or {}).get("kind", "")))] = item
+    return crds
+
+
+def resolve(
+    api: Api, plan: Plan, crds: dict[tuple[str, str], Item], resources: dict[Key, Resource]
+) -> list[Item]:
+    """Every object's resource into ``resources`` (apply and diff alike); the objects whose kind only a
+    CRD of the plan serves (``crds``, crds_of), which discovery does not know yet. Any other unknown
+    kind: UnknownKind, naming the first such object."""
+    pending = []
+    for item in plan.items:
+        try:
+            res = api.resource(item.api_version, item.kind)
+        except NoSuchKind as err:
+            if (item.key.group, item.kind) in crds:
+                pending.append(item)
+                continue
+            raise UnknownKind(str(item.key), str(err)) from None
+        place(item, res, resources)
+    return pending
+
+
+def place(item: Item, res: Resource, resources: dict[Key, Resource]) -> None:
+    """``item``'s resource recorded; a cluster-scoped kind drops the namespace the plan defaulted."""
+    if not res.namespaced:
+        item.drop_namespace()
+    resources[item.key] = res
