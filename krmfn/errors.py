@@ -52,9 +52,9 @@ Not KrmfnError, on purpose: each is caught in its own package and never reaches 
     UnsafePackagePath  (packagefs.py) reported by package.py with the file, as an OSError is
     BadAnnotation  (runner/settle_annotations.py) the plan reports it as the object's SourceError
     IntRangeError  (yaml/fast.py) an integer past 64 bits, caught by the YAML readers and writers
-    _Unsupported  (yaml/fast.py) a value the event dumper lacks: PyYAML's dumper writes it instead
+    _Unsupported  (yaml/fast_dump.py) a value the event dumper lacks: PyYAML's dumper writes it instead
     Unwritable  (yaml/edit/scalars.py) the faithful writer falls back to writing the document anew
-    Unplaceable  (yaml/edit/splice.py) the same, for an edit it cannot splice in place
+    Unplaceable  (yaml/edit/layout.py) the same, for an edit it cannot splice in place
     Unreadable  (runner/cluster/api.py) an answer parse_json refuses; kube.py raises the RunnerError
     CompileError  (runner/health/celworker.py) healthexprs.py turns it into HealthCheckError
     EvaluationError  (runner/health/celworker.py) healthexprs.py turns it into the object's failed health

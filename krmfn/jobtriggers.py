@@ -27,7 +27,8 @@ from krmfn.jobhash import HASH_LENGTH, spec_identity
 from krmfn.jobspec import digest
 from krmfn.k8snames import is_label, is_subdomain
 from krmfn.kobj import Obj, annotations_of, ref_of
-from krmfn.kustomize_names import CONFIGMAP, SECRET, Names, as_built, names_of, rewritten_fields
+from krmfn.kustomize_name_fields import CONFIGMAP, SECRET, rewritten_fields
+from krmfn.kustomize_names import Names, as_built, names_of
 from krmfn.podtemplates import TEMPLATE_CONTAINER_LISTS, PodTemplate, spec_refs
 from krmfn.records import FrozenRecord
 
@@ -47,15 +48,18 @@ class TriggerError(ValueError):
 class Trigger(FrozenRecord):
     """One trigger: ``kind`` (spec, image, configmap, secret, field), its argument, and how it is spelled."""
 
-    __slots__ = _fields = ("kind", "arg", "text", "path")
+    __slots__ = _fields = ("kind", "arg", "path")
 
     def __init__(self, kind: str, arg: str = "", path: tuple[triggerpaths.Segment, ...] = ()) -> None:
         self.kind = kind
         self.arg = arg
         self.path = path
-        self.text = (
-            f"{kind}:{arg}" if kind in ("image", "field") and arg else f"{kind}/{arg}" if arg else kind
-        )
+
+    @property
+    def text(self) -> str:
+        """The trigger as a hash-from entry spells it (``image:migrate``, ``configmap/db-schema``)."""
+        kind, arg = self.kind, self.arg
+        return f"{kind}:{arg}" if kind in ("image", "field") and arg else f"{kind}/{arg}" if arg else kind
 
 
 def _one(entry: str) -> Trigger:

@@ -24,7 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from krmfn.kobj import Obj, get_path, ref_of
-from krmfn.kustomize_names import CONFIGMAP, PVC, SECRET, SERVICE_ACCOUNT, Names, Target, rewrites
+from krmfn.kustomize_name_fields import CONFIGMAP, PVC, SECRET, SERVICE_ACCOUNT, Target, rewrites
+from krmfn.kustomize_names import Names
 from krmfn.podtemplates import pod_templates, pod_uses
 from krmfn.scopes import Scopes
 

@@ -15,31 +15,29 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from krmfn import packagefs
 from krmfn.errors import KrmfnError, PipelineError
-from krmfn.kobj import MAX_INDEX, Obj, annotations_of, is_kustomization, metadata, ref_of
+from krmfn.kobj import Obj, annotations_of, is_kustomization, ref_of
+from krmfn.kpt_annotations import (
+    I_PATH,
+    SEQINDENT,
+    annotate,
+    index_of,
+    location,
+    seq_indent,
+    strip,
+)
+from krmfn.kpt_layout import as_kpt_writes, laid_out_as_kpt_writes
 from krmfn.limits import Limits
-from krmfn.numbers import whole
 from krmfn.packagefs import Parts, Tree, UnsafePackagePath
 from krmfn.resourcelist import item_problem
 from krmfn.yaml import edit as yamledit
 from krmfn.yaml.io import Mode, check_size, dump_fast, load_all_fast
 
-PATH = "config.kubernetes.io/path"
-INDEX = "config.kubernetes.io/index"
-INTERNAL = "internal.config.kubernetes.io/"
-I_PATH = INTERNAL + "path"
-I_INDEX = INTERNAL + "index"
-PACKAGE_PATH = INTERNAL + "package-path"
-SEQINDENT = INTERNAL + "seqindent"
-IDS = (INTERNAL + "annotations-migration-resource-id", INTERNAL + "id", "config.k8s.io/id")
-BOOKKEEPING = (PATH, INDEX, I_PATH, I_INDEX, PACKAGE_PATH, SEQINDENT, *IDS)
 KPTFILE = packagefs.KPTFILE
 SUFFIXES = packagefs.RESOURCE_SUFFIXES
 
@@ -248,7 +246,7 @@ def _read_file(package: Package, relative: str, mode: Mode, limits: Limits) -> l
         if problem:
             raise PipelineError(f"{path}: document {index}: {problem}")
         chunk = chunks[index] if len(chunks) == len(present) else text
-        _annotate(doc, relative, index, package_dir, seq_indent(chunk))
+        annotate(doc, relative, index, package_dir, seq_indent(chunk))
         items.append(doc)
     return items
 
@@ -265,97 +263,6 @@ def _documents(text: str) -> list[str]:
             current.append(line)
     chunks.append("\n".join(current))
     return [c for c in chunks if any(ln.strip() and not ln.lstrip().startswith("#") for ln in c.splitlines())]
-
-
-def seq_indent(text: str) -> str:
-    """kyaml's DeriveSeqIndentStyle: how the first block sequence under a key is indented."""
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
-        before, dash, _ = line.partition("- ")
-        if not dash or before.strip(" "):
-            continue
-        key_line = _key_line_before(lines, i)
-        if not key_line:
-            continue
-        key_indent = len(key_line) - len(key_line.lstrip(" "))
-        trimmed = key_line.strip(" ")
-        if trimmed.count(":") != 1 or not trimmed.endswith(":"):
-            continue  # a wrapped string that happens to hold "- ", not a sequence
-        if len(before) == key_indent:
-            return "compact"
-        if len(before) - key_indent == 2:
-            return "wide"
-    return "compact"
-
-
-def _key_line_before(lines: list[str], index: int) -> str:
-    for line in reversed(lines[:index]):
-        if line.strip(" ").startswith("#"):
-            continue
-        return line.partition("#")[0]
-    return ""
-
-
-def _annotate(obj: Obj, relative: str, index: int, package_dir: Path, indent: str) -> None:
-    notes = metadata(obj).get("annotations")
-    if not isinstance(notes, dict):
-        notes = _mapping_like(obj)
-        metadata(obj)["annotations"] = notes
-    values = {
-        INDEX: str(index),
-        PATH: relative,
-        I_INDEX: str(index),
-        PACKAGE_PATH: str(package_dir),
-        I_PATH: relative,
-        SEQINDENT: indent,
-    }
-    for key, value in values.items():
-        notes[key] = value
-
-
-def assign_ids(items: list[Obj]) -> None:
-    """kpt numbers the objects it passes to each pipeline; functions may rely on the ids being there."""
-    for number, obj in enumerate(items):
-        notes = metadata(obj).setdefault("annotations", _mapping_like(obj))
-        for key, value in zip(IDS, (str(number), str(number + 1), str(number + 1)), strict=True):
-            notes[key] = value
-
-
-def _mapping_like(obj: Obj) -> dict[str, Any]:
-    return type(obj)() if type(obj) is not dict else {}
-
-
-def strip(obj: Obj) -> Obj:
-    """Remove kpt's bookkeeping annotations (and an annotations mapping they leave empty)."""
-    meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        notes = meta.get("annotations")
-        if isinstance(notes, dict):
-            for key in BOOKKEEPING:
-                notes.pop(key, None)
-            if not notes:
-                del meta["annotations"]
-        if not meta and is_kustomization(obj):  # kpt gave a kustomization a metadata it did not have
-            del obj["metadata"]
-    return obj
-
-
-def location(obj: Obj, default_package: Path) -> tuple[Path, str, int]:
-    """(package directory, file, index) an object is written to; a function may have moved it."""
-    notes = annotations_of(obj)
-    package = Path(str(notes.get(PACKAGE_PATH) or default_package))
-    path, internal = notes.get(PATH), notes.get(I_PATH)
-    # kpt accepts a change to either annotation; when both are present and differ, the legacy one won.
-    chosen = str(path if path is not None else internal or "")
-    index_text = str(notes.get(INDEX, notes.get(I_INDEX, "0")))
-    index = whole(index_text, MAX_INDEX) or 0
-    if not chosen:
-        meta = obj.get("metadata") or {}
-        chosen = f"{str(obj.get('kind', '')).lower()}_{meta.get('name', '')}.yaml"
-        namespace = meta.get("namespace")
-        if namespace:
-            chosen = f"{namespace}/{chosen}"
-    return package, chosen, index
 
 
 Warn = Callable[[str], None]
@@ -396,10 +303,6 @@ def write(root: Package, items: list[Obj], mode: Mode, warn: Warn | None = None)
                 _apply(tree, parts, functools.partial(tree.unlink, parts))
                 touched.append(Path(tree.root, *parts))
     return touched
-
-
-def index_of(obj: Obj) -> int:
-    return location(obj, Path())[2]
 
 
 def _apply(tree: Tree, parts: Parts, action: Callable[[], object]) -> None:
@@ -480,11 +383,11 @@ def _file_text(
             text = text.replace("\r\n", "\n")
             # A spliced document keeps its file's layout: where that is already kpt's (a package kpt or
             # krmfn rendered before), the slow round-trip emitter is skipped.
-            if spliced and _laid_out_as_kpt_writes(text):
+            if spliced and laid_out_as_kpt_writes(text):
                 first, _, rest = text.partition("\n")
                 text = rest if first.rstrip() == "---" else text  # the files are joined with "---" below
             else:
-                text = _as_kpt_writes(text, indent)
+                text = as_kpt_writes(text, indent)
         texts.append(text)
     for writer in writers.values():
         for fallback in writer.fallen:
@@ -492,78 +395,6 @@ def _file_text(
                 where = f"{file}: " if file else ""
                 warn(f"{where}{str(ref_of(fallback.value)).strip()}: {fallback.message}")
     return "---\n".join(texts) if kpt_format else yamledit.join(texts)
-
-
-_BLOCK_SCALAR = re.compile(r"[|>][-+0-9]*\s*(#.*)?$")
-_WIDE_COMMENT = re.compile(r"[^\s][ \t]{2,}#|\t")
-_WIDE_DASH = re.compile(r"^\s*-[ \t]{2,}\S")
-
-
-def _laid_out_as_kpt_writes(text: str) -> bool:
-    """Whether a document already has kpt's layout, so the slow round-trip emitter (~25 documents a
-    second) can skip it: one space before a line comment, ``- x``, no tab, indentation that grows by 2
-    at most outside block scalars, and no flow collection written over several lines (go-yaml writes
-    one on a single line). A document this passes but kpt would still change (a head
-    comment's column, say) keeps its own layout; the corpus in tests/test_kpt_packages.py holds none."""
-    previous, block = 0, -1
-    for line in text.splitlines():
-        stripped = line.lstrip(" ")
-        if not stripped or stripped.startswith("#") or line.startswith("---"):
-            continue
-        depth = len(line) - len(stripped)
-        if block >= 0:
-            if depth > block:
-                continue
-            block = -1
-        if _WIDE_COMMENT.search(line) or _WIDE_DASH.match(line) or depth > previous + 2:
-            return False
-        if ("[" in line or "{" in line) and _flow_left_open(line):
-            return False  # go-yaml writes a flow collection on one line
-        previous = depth + (2 if stripped.startswith("- ") else 0)
-        scalar = _BLOCK_SCALAR.search(line.split(": ", 1)[-1] if ": " in line else stripped)
-        if scalar:
-            if scalar.group().startswith(">"):
-                return False  # go-yaml writes a folded scalar as a quoted string
-            block = depth
-    return True
-
-
-def _flow_left_open(line: str) -> bool:
-    """Whether ``line`` opens more flow brackets than it closes, outside quoted scalars and comments
-    (one pass: the line is a manifest's, so no pattern that could rescan it)."""
-    depth, quote, at = 0, "", 0
-    while at < len(line):
-        char = line[at]
-        if quote == "'":
-            if char == "'":
-                if line[at + 1 : at + 2] == "'":
-                    at += 1  # '' is a quote inside single quotes
-                else:
-                    quote = ""
-        elif quote == '"':
-            if char == "\\":
-                at += 1
-            elif char == '"':
-                quote = ""
-        elif char in "'\"" and (at == 0 or line[at - 1] in " \t[{,:"):  # a quoted scalar starts
-            quote = char
-        elif char == "#" and (at == 0 or line[at - 1] in " \t"):
-            break
-        elif char in "[{":
-            depth += 1
-        elif char in "]}":
-            depth -= 1
-        at += 1
-    return depth > 0
-
-
-def _as_kpt_writes(text: str, indent: str) -> str:
-    from krmfn.yaml import rt as yamlrt  # the round-trip emitter: only --in-place needs it
-
-    try:
-        return yamlrt.dump_document(yamlrt.load(text), indent)
-    except Exception:  # ruamel refuses some valid YAML (a tab before a comment): the
-        return text  # faithful text, already checked to hold the object, is right if not kpt's layout
 
 
 def stream_text(root: Package, objects: list[Obj], warn: Warn | None = None) -> str:
@@ -583,51 +414,3 @@ def dump_one(doc: Obj, indent: str, mode: Mode) -> str:
     if mode == "fast":
         return dump_fast(doc)
     return yamledit.dump_new(doc, wide=indent == "wide")
-
-
-Shape = tuple[list[Any], dict[Any, "Shape"]] | list["Shape"] | None
-
-
-def shape(value: Any) -> Shape:
-    """The key order of every mapping in ``value``, to restore it after a function ran."""
-    if isinstance(value, dict):
-        return (list(value), {k: shape(v) for k, v in value.items() if isinstance(v, (dict, list))})
-    if isinstance(value, list):
-        return [shape(v) for v in value]
-    return None
-
-
-def sync_order(value: Any, before: Shape) -> None:
-    """kyaml's SyncOrder, which kpt applies after every function: keys keep their previous order,
-    keys the function added follow them; list elements are matched by position."""
-    if isinstance(value, dict) and isinstance(before, tuple):
-        keys, children = before
-        current = list(value)
-        known = set(keys)
-        wanted = [k for k in keys if k in value] + [k for k in current if k not in known]
-        if wanted != current:
-            mover = getattr(value, "move_to_end", None)
-            if callable(mover):  # ruamel's CommentedMap: comments are stored by key and survive a move
-                for key in wanted:
-                    mover(key)
-            else:
-                entries = [(k, value[k]) for k in wanted]
-                value.clear()
-                value.update(entries)
-        for key, child in children.items():
-            if key in value:
-                sync_order(value[key], child)
-    elif isinstance(value, list) and isinstance(before, list):
-        for element, child in zip(value, before, strict=False):
-            sync_order(element, child)
-
-
-def snapshot(items: list[Obj]) -> dict[str, Shape]:
-    return {str(annotations_of(o).get(IDS[2])): shape(o) for o in items if annotations_of(o).get(IDS[2])}
-
-
-def restore_order(items: list[Obj], shapes: dict[str, Shape]) -> None:
-    for obj in items:
-        found = shapes.get(str(annotations_of(obj).get(IDS[2])))
-        if found is not None:
-            sync_order(obj, found)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from krmfn import key_order, kpt_annotations
 from krmfn import package as pkg
 from krmfn.cliargs import Parser, UsageError
 from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
@@ -186,13 +187,13 @@ def render_package(package: pkg.Package) -> Rendered:
     mutators, validators = pipeline_of(package)
     if not mutators and not validators:
         return Rendered(items, runs)
-    pkg.assign_ids(items)
+    kpt_annotations.assign_ids(items)
     rl = ResourceList(items=items, root={"apiVersion": API_VERSIONS[0], "kind": "ResourceList"})
     for entries in (mutators, validators):
         for entry, step in entries:
-            before = pkg.snapshot(rl.items)
+            before = key_order.snapshot(rl.items)
             outcome = run_pipeline(rl, [step])
-            pkg.restore_order(rl.items, before)
+            key_order.restore_order(rl.items, before)
             runs.append(Run(package.directory, entry, outcome.results))
             if outcome.failed:
                 return Rendered(rl.items, runs)
@@ -274,7 +275,7 @@ def _config(package: pkg.Package, entry: dict[str, Any], location: str) -> Any:
     if path is None:
         return None
     wanted = str(path).removeprefix("./")
-    found = [obj for obj in package.items if annotations_of(obj).get(pkg.I_PATH) == wanted]
+    found = [obj for obj in package.items if annotations_of(obj).get(kpt_annotations.I_PATH) == wanted]
     if len(found) != 1:
         raise PipelineError(
             f"{location}: configPath {path!r} must name a file of the package holding one object"
@@ -290,7 +291,7 @@ def stream(
     items: list[Obj], mode: Mode, package: pkg.Package | None = None, warn: pkg.Warn | None = None
 ) -> str:
     """The rendered objects a cluster would receive: no Kptfile, no local config, no bookkeeping."""
-    kept = [pkg.strip(obj) for obj in items if not is_local_config(obj)]
+    kept = [kpt_annotations.strip(obj) for obj in items if not is_local_config(obj)]
     if mode == "fidelity" and package is not None:
         return pkg.stream_text(package, kept, warn)
     return "---\n".join(pkg.dump_one(obj, "compact", "fast") for obj in kept)

@@ -32,6 +32,7 @@ from e2e import (
     tool,
 )
 
+from krmfn import kpt_annotations
 from krmfn import package as pkg
 from krmfn.kobj import is_local_config
 from krmfn.render import main as render_main
@@ -55,7 +56,7 @@ def objects(text: str) -> dict[tuple[str, str, str], dict[str, Any]]:
 def package_objects(directory: Path) -> dict[tuple[str, str, str], dict[str, Any]]:
     """A rendered package's objects read the way kpt reads them (.krmignore honoured), local config out."""
     found = pkg.all_items(pkg.read(directory, "fast"))
-    return by_identity([pkg.strip(o) for o in found if not is_local_config(o)])
+    return by_identity([kpt_annotations.strip(o) for o in found if not is_local_config(o)])
 
 
 def source_of(example: Path, tmp_path: Path) -> Path:

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from test_runner_http import CONFIGMAPS, ok
 from test_runner_http import api as http_api
 
-from krmfn import kobj, package
+from krmfn import kobj, kpt_annotations
 from krmfn.duration import parse_duration
 from krmfn.functions.set_image.semver import SemverError, parse_constraint, parse_version
 from krmfn.functions.validate_jobs import FUNCTION as VALIDATE_JOBS
@@ -206,7 +206,7 @@ def test_hostile_counts_and_versions_read_as_unknown(value: str) -> None:
     index = {"config.kubernetes.io/path": "a.yaml", "config.kubernetes.io/index": value}
     obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "annotations": index}}
     assert kobj.file_of(obj) == {"path": "a.yaml"}  # a result's file: without a position
-    assert package.location(obj, Path("pkg"))[2] == 0  # render --in-place: the first document
+    assert kpt_annotations.location(obj, Path("pkg"))[2] == 0  # render --in-place: the first document
 
 
 # --- functions: cron fields, completion indexes, semantic versions ------------------------------------------

@@ -1,5 +1,6 @@
 """The package's import graph, read from the source (every import: at module level, in a function, under
-TYPE_CHECKING): no circle anywhere in krmfn/, and ARCHITECTURE.md names every module.
+TYPE_CHECKING): no circle anywhere in krmfn/, ARCHITECTURE.md names every module, and none is over
+MAX_LINES lines.
 
 import-linter (pyproject.toml) checks the layers; a circle inside one layer or one wing, which its
 contracts allow, is caught here.
@@ -13,6 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "krmfn"
+MAX_LINES = 450  # RULES.md: small modules, each readable whole
 
 
 def _modules() -> dict[str, Path]:
@@ -162,3 +164,24 @@ def test_architecture_names_every_module() -> None:
     blocks = _blocks((ROOT / "ARCHITECTURE.md").read_text())
     missing = [str(p.relative_to(PACKAGE)) for p in _modules().values() if not _named(p, blocks)]
     assert not missing, f"ARCHITECTURE.md does not name: {', '.join(missing)}"
+
+
+def _too_long(paths: list[Path], limit: int, root: Path = PACKAGE) -> list[str]:
+    """The modules of ``paths`` over ``limit`` lines, with their length."""
+    found = []
+    for path in paths:
+        lines = len(path.read_text().splitlines())
+        if lines > limit:
+            found.append(f"{path.relative_to(root)} ({lines})")
+    return found
+
+
+def test_the_length_rule(tmp_path: Path) -> None:
+    (tmp_path / "short.py").write_text("x = 1\n" * 3)
+    (tmp_path / "long.py").write_text("x = 1\n" * 4)
+    assert _too_long(sorted(tmp_path.glob("*.py")), 3, tmp_path) == ["long.py (4)"]
+
+
+def test_no_module_is_over_the_line_limit() -> None:
+    long = _too_long(list(_modules().values()), MAX_LINES)
+    assert not long, f"modules over {MAX_LINES} lines (split them along a seam): {', '.join(long)}"

@@ -76,7 +76,7 @@ CASES: list[tuple[str, list[str], str, Callable[..., Any]]] = [
     ("apply json", ["apply", "-f", "{changed}", "-n", "ns", "--applyset", "app", "-o", "json"],
      "krmfn.runner.engine.engine:prune", _boom),
     ("apply in a step", ["apply", "-f", "{changed}", "-n", "ns", "--applyset", "app"],
-     "krmfn.runner.engine.engine:_changed", _deep),
+     "krmfn.runner.engine.applier:changed", _deep),
     ("diff", ["diff", "-f", "{changed}", "-n", "ns", "--applyset", "app"],
      "krmfn.runner.commands.diff_cmd:unified", _deep),
     ("diff json", ["diff", "-f", "{changed}", "-n", "ns", "--applyset", "app", "-o", "json"],

@@ -14,15 +14,8 @@ import pytest
 from kustomize_trees import by_kind_name, deployment, fn_files, kustomize, normalized, one, pipe, write_tree
 
 from krmfn.functions.hash_job_names.naming import unhashed
-from krmfn.kustomize_names import (
-    CONFIGMAP,
-    SERVICE_ACCOUNT,
-    Names,
-    final_name,
-    kustomize_hash,
-    name_fields,
-    names_of,
-)
+from krmfn.kustomize_name_fields import CONFIGMAP, SERVICE_ACCOUNT, name_fields
+from krmfn.kustomize_names import Names, final_name, kustomize_hash, names_of
 
 CHECKSUM = "krmfn.dev/config-checksum"
 
@@ -226,7 +219,7 @@ def test_rewrites_agrees_with_the_fields_kustomize_rewrites() -> None:
     ``serviceAccount`` field and ephemeral containers, which kustomize leaves alone."""
     from test_set_steps_ordering import USES, WORKLOADS, _copy, workload
 
-    from krmfn.kustomize_names import rewrites, rewritten_fields
+    from krmfn.kustomize_name_fields import rewrites, rewritten_fields
     from krmfn.podtemplates import pod_templates, pod_uses
 
     extra = {"serviceAccount": "old", "ephemeralContainers": [{"name": "e", "envFrom": [

@@ -25,12 +25,14 @@ from yaml.cyaml import CEmitter, CParser  # type: ignore[attr-defined]
 from krmfn.errors import DuplicateKeyError, LimitExceededError, YAMLSyntaxError
 from krmfn.limits import Limits
 from krmfn.yaml import fast as yamlfast
+from krmfn.yaml import fast_dump
 from krmfn.yaml.fast import too_deep
+from krmfn.yaml.fast_dump import QuotingResolver, needs_quotes
 
 Mode = Literal["fast", "fidelity"]
 
 
-class _FastDumper(CEmitter, yaml.representer.SafeRepresenter, yamlfast.QuotingResolver):
+class _FastDumper(CEmitter, yaml.representer.SafeRepresenter, QuotingResolver):
     """PyYAML's own dumper, for the rare document holding a type the event dumper does not handle."""
 
     def __init__(self, stream: Any, **kwargs: Any) -> None:
@@ -42,16 +44,16 @@ class _FastDumper(CEmitter, yaml.representer.SafeRepresenter, yamlfast.QuotingRe
             explicit_start=kwargs.get("explicit_start"),
         )
         yaml.representer.SafeRepresenter.__init__(self, default_flow_style=False, sort_keys=False)
-        yamlfast.QuotingResolver.__init__(self)
+        QuotingResolver.__init__(self)
 
 
 def _represent_str(dumper: yaml.representer.SafeRepresenter, value: str) -> yaml.ScalarNode:
     # Literal blocks keep scripts and embedded files readable; libyaml falls back to quoting when a
     # string cannot be a block (trailing spaces, tabs).
-    # The same quoting rule as the fast dumper (yamlfast.needs_quotes: every reader in the chain, YAML
+    # The same quoting rule as the fast dumper (needs_quotes: every reader in the chain, YAML
     # 1.1's y/n and go-yaml's numbers included), so a document that falls back here (shared objects,
     # written as anchors) is read back as the same strings.
-    style = "|" if "\n" in value else ("'" if value and yamlfast.needs_quotes(value) else None)
+    style = "|" if "\n" in value else ("'" if value and needs_quotes(value) else None)
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
@@ -273,7 +275,7 @@ def dump(doc: Any, mode: Mode) -> str:
 
 
 def dump_fast(doc: Any, explicit_start: bool = False) -> str:
-    fast = yamlfast.dump(doc, explicit_start)
+    fast = fast_dump.dump(doc, explicit_start)
     if fast is not None:
         return fast
     text: str = yaml.dump(doc, Dumper=_FastDumper, width=1 << 30, explicit_start=explicit_start)

@@ -23,7 +23,7 @@ from ruamel.yaml.scalarstring import FoldedScalarString, PlainScalarString
 
 from krmfn.errors import DuplicateKeyError
 from krmfn.yaml import fast as yamlfast
-from krmfn.yaml.fast import needs_quotes
+from krmfn.yaml.fast_dump import needs_quotes
 
 _INT_TAG = "tag:yaml.org,2002:int"
 _GO_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")

@@ -19,11 +19,9 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
-from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import quote, urlencode
 
 from lightkube.config import client_adapter
 from lightkube.config.kubeconfig import SingleConfig
@@ -45,11 +43,18 @@ from krmfn.runner.cluster.api import (
     Unreadable,
     WatchEvent,
     group_path,
-    parse_json,
     segment,
 )
 from krmfn.runner.cluster.kubeconfig import GuardedAuth, auth_description, load_config, safe_reason
 from krmfn.runner.cluster.logtext import served
+from krmfn.runner.cluster.replies import (
+    decode,
+    field_value,
+    request_target,
+    server_date,
+    status_error,
+    watch_event,
+)
 from krmfn.runner.cluster.wire import MAX_ERROR_BODY, Reply, ServerWire, server_pool
 from krmfn.runner.errors import AnswerTooLarge, ClusterUnreachable, Interrupted, KubeconfigError
 
@@ -197,7 +202,7 @@ class HttpApi:
             "PATCH", res.path(meta.get("namespace", ""), meta["name"]), params=params,
             content=json.dumps(obj), headers={"Content-Type": APPLY_PATCH},
         )  # fmt: skip
-        return _decode(reply), reply.status == 201
+        return decode(reply), reply.status == 201
 
     def create(self, res: Resource, obj: dict[str, Any], *, field_manager: str) -> dict[str, Any]:
         return self._write("POST", res.path(obj["metadata"].get("namespace", "")), obj, field_manager)
@@ -265,19 +270,19 @@ class HttpApi:
         if resource_version:
             params["resourceVersion"] = resource_version
         what = name or (f"{res.plural} in {namespace}" if namespace else res.plural)
-        target = _target(res.path(namespace), params)
+        target = request_target(res.path(namespace), params)
         try:
             with self._wire.open(
                 "GET", target, None, self._headers, WATCH, cancelled=stop.is_set
             ) as response:
                 if response.status >= 400:
                     body = response.read_all(MAX_ERROR_BODY)
-                    raise _status_error(Reply(response.status, response.reason, body))
+                    raise status_error(Reply(response.status, response.reason, body))
                 for line in response.lines(WATCH.max_line, WATCH.max_bytes, f"watch of {what}"):
                     if stop.is_set():
                         return
                     if line:
-                        event = _watch_event(line)
+                        event = watch_event(line)
                         if event is None:  # a proxy's page, a cut line: resumed as a dropped watch is
                             raise ClusterUnreachable(f"watch of {what}: the answer is not a stream of events")
                         yield event
@@ -299,7 +304,7 @@ class HttpApi:
         params = {"container": container, "tailLines": str(tail), "limitBytes": str(LOG_LIMIT_BYTES)}
         if previous:
             params["previous"] = "true"
-        target = _target(f"/api/v1/namespaces/{segment(namespace)}/pods/{segment(name)}/log", params)
+        target = request_target(f"/api/v1/namespaces/{segment(namespace)}/pods/{segment(name)}/log", params)
         try:
             with self._wire.open("GET", target, None, self._headers, LOGS) as response:
                 # Every log answer is judged by logtext.served: the kubelet writes some errors into the
@@ -318,7 +323,7 @@ class HttpApi:
         params = {"container": container, "follow": "true", "timestamps": "true"}
         if since:
             params["sinceTime"] = since
-        target = _target(f"/api/v1/namespaces/{segment(namespace)}/pods/{segment(name)}/log", params)
+        target = request_target(f"/api/v1/namespaces/{segment(namespace)}/pods/{segment(name)}/log", params)
         try:
             with self._wire.open(
                 "GET", target, None, self._headers, FOLLOW, cancelled=stop.is_set
@@ -339,12 +344,12 @@ class HttpApi:
     def _write(self, method: str, path: str, obj: dict[str, Any], field_manager: str) -> dict[str, Any]:
         headers = {"Content-Type": "application/json"}
         params = {"fieldManager": field_manager}
-        return _decode(self._send(method, path, params=params, content=json.dumps(obj), headers=headers))
+        return decode(self._send(method, path, params=params, content=json.dumps(obj), headers=headers))
 
     def _json(
         self, method: str, path: str, params: dict[str, str] | None = None, ceiling: Ceiling = OBJECT
     ) -> dict[str, Any]:
-        return _decode(self._send(method, path, params=params, ceiling=ceiling))
+        return decode(self._send(method, path, params=params, ceiling=ceiling))
 
     def _send(
         self,
@@ -356,7 +361,7 @@ class HttpApi:
         headers: dict[str, str] | None = None,
         ceiling: Ceiling = OBJECT,
     ) -> Reply:
-        target = _target(path, params)
+        target = request_target(path, params)
         body = content.encode() if content is not None else None
         sent = {**self._headers, **headers} if headers else self._headers
         deadline = self._clock() + self._retry_budget
@@ -381,24 +386,19 @@ class HttpApi:
                     self._note_date(reply.headers.get("date", ""))
                     return reply
                 if reply.status not in TRANSIENT:
-                    raise _status_error(reply)
+                    raise status_error(reply)
                 retry_after = reply.headers.get("retry-after", "").strip()
                 if (seconds := whole(retry_after, 2**31 - 1)) is not None:  # krmfn.numbers: not int()
                     delay = max(delay, float(seconds))
                 # A Retry-After past the budget ends the retries now, rather than sleeping beyond it.
                 if self._clock() + delay > deadline:
-                    raise _status_error(reply)
+                    raise status_error(reply)
             self._pause(delay, f"{method} {path}")
             delay = min(delay * 2, 2.0)
 
     def _note_date(self, text: str) -> None:
-        if not text or len(text) > 64:  # an HTTP date is 29 characters: anything long is not one
-            return
-        try:
-            date = parsedate_to_datetime(text)
-        except (TypeError, ValueError, IndexError):
-            return
-        if date.tzinfo is not None:
+        date = server_date(text)
+        if date is not None:
             self._date = (date, self._clock())
 
     def _pause(self, seconds: float, what: str) -> None:
@@ -420,51 +420,3 @@ class HttpApi:
             return Interrupted(err.signum, what)
         within = f" within --timeout {seconds(self._budget.timeout)}" if self._budget is not None else ""
         return ClusterUnreachable(f"{what}: no answer from the API server at {self._server}{within}")
-
-
-def _target(path: str, params: Mapping[str, str] | None) -> str:
-    return f"{path}?{urlencode(params, quote_via=quote)}" if params else path
-
-
-def field_value(value: str) -> str:
-    """``value`` escaped for a field selector (apimachinery's ``fields.EscapeValue``), so a name cannot
-    add terms to the selector."""
-    return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
-
-
-def _watch_event(line: bytes) -> WatchEvent | None:
-    """One line of a watch: ``{"type": ..., "object": {...}}``, or None when it is not that."""
-    try:
-        event = parse_json(line)
-    except Unreadable:
-        raise
-    except ValueError:
-        return None
-    found = event.get("object") if isinstance(event, dict) else None
-    if not isinstance(found, dict):
-        return None
-    return str(event.get("type")), found
-
-
-def _decode(reply: Reply) -> dict[str, Any]:
-    try:
-        body = reply.json()
-    except Unreadable as err:
-        raise ApiStatusError(reply.status, "InvalidResponse", f"the answer {err}") from None
-    except ValueError:  # a proxy's HTML page, a truncated body: not the API server's answer
-        raise ApiStatusError(
-            reply.status, "InvalidResponse", "the answer is not JSON (is the server an API server?)"
-        ) from None
-    return body if isinstance(body, dict) else {}
-
-
-def _status_error(reply: Reply) -> ApiStatusError:
-    try:
-        body = reply.json()
-    except ValueError:
-        body = {}
-    if not isinstance(body, dict):
-        body = {}
-    return ApiStatusError(
-        reply.status, str(body.get("reason") or reply.reason), str(body.get("message") or "")
-    )

@@ -22,7 +22,8 @@ from dataclasses import replace
 from krmfn.errors import RunnerError
 from krmfn.net.budget import Budget
 from krmfn.runner.cluster.api import Api
-from krmfn.runner.engine.engine import Clock, Options, Runner, Waiting
+from krmfn.runner.engine.engine import Clock, Options, Runner
+from krmfn.runner.engine.tracked import Waiting
 from krmfn.runner.errors import Interrupted, RunTimeout, SourceError
 from krmfn.runner.events import Event
 from krmfn.runner.inventory.applyset import Parent
@@ -68,7 +69,7 @@ class DeleteStepsRunner(Runner):
         previous = budget.on_stop
         super().__init__(api, options, emit, clock, budget)
         budget.on_stop = previous  # the delete's: a request it ends raises the delete's own error
-        self._parent, self._inventory, self._deadline = parent, inventory, deadline
+        self._book.parent, self._book.inventory, self._deadline = parent, inventory, deadline
         self._outer_check = check_stop
 
     def _check_stop(self, waiting: Waiting | None = None) -> None:
@@ -77,26 +78,26 @@ class DeleteStepsRunner(Runner):
     def prepare(self, steps: list[Step]) -> None:
         """Discovery of the steps' kinds, and their kinds and namespaces on the parent before the first
         is applied: a teardown after a crash here still finds them."""
-        parent = self._parent
+        parent, inventory = self._book.parent, self._book.inventory
         assert parent is not None, "the delete read its parent first"
         self._during = "discovery of the on-delete steps' kinds"
-        self._resolve(Plan(steps))
-        if self.options.dry_run or self._inventory is None:
+        self._discovery.resolve(Plan(steps))
+        if self.options.dry_run or inventory is None:
             return
         items = [item for step in steps for item in step.items]
         parent.group_kinds |= {item.key.group_kind for item in items}
         parent.namespaces |= {item.key.namespace for item in items if item.key.namespace}
-        self._inventory.write(parent)
+        inventory.write(parent)
 
     def apply_step(self, step: Step) -> str:
         """Applies ``step`` and waits for it: ``healthy`` (``applied`` in a dry run). A failure raises,
         its message saying nothing of the app was deleted."""
-        parent = self._parent
+        parent = self._book.parent
         assert parent is not None, "the delete read its parent first"
         self._step = step.index
         try:
-            self._rerun_finished_jobs(step, parent)
-            self._run_step(step, parent, self._result)
+            self._jobs.rerun_finished_jobs(step, parent)
+            self._run_step(step, parent, self._applies.result)
         except (Interrupted, RunTimeout):
             raise
         except RunnerError as err:

@@ -17,7 +17,7 @@ from typing import Any
 
 from krmfn.kobj import annotations_of
 from krmfn.names import name_problem
-from krmfn.runner.cluster.api import Api, NoSuchKind, Resource, call
+from krmfn.runner.cluster.api import Api, Resource, call
 from krmfn.runner.engine import jobs
 from krmfn.runner.engine.diff import (
     Action,
@@ -28,8 +28,9 @@ from krmfn.runner.engine.diff import (
     masked,
     without_invented,
 )
+from krmfn.runner.engine.discovery import crds_of, resolve
 from krmfn.runner.engine.parallel import DEFAULT_CONCURRENCY, in_order
-from krmfn.runner.errors import InventoryError, NoInventory, ObjectError, UnknownKind
+from krmfn.runner.errors import InventoryError, NoInventory, ObjectError
 from krmfn.runner.inventory.applyset import Parent, as_member
 from krmfn.runner.inventory.members import foreign_inventory, list_members
 from krmfn.runner.inventory.prune import is_parent, kept_because
@@ -117,25 +118,9 @@ class Differ:
             yield from self._deletions(parent, planned, members)
 
     def _resolve(self, plan: Plan) -> None:
-        crds = {}
-        for item in plan.items:
-            if item.kind == "CustomResourceDefinition":
-                spec = item.obj.get("spec") or {}
-                crds[(str(spec.get("group", "")), str((spec.get("names") or {}).get("kind", "")))] = (
-                    item.key.name
-                )
-        for item in plan.items:
-            try:
-                res = self.api.resource(item.api_version, item.kind)
-            except NoSuchKind as err:
-                crd = crds.get((item.key.group, item.kind))
-                if crd is None:
-                    raise UnknownKind(str(item.key), str(err)) from None
-                self._pending_crd[item.key] = crd
-                continue
-            if not res.namespaced:
-                item.drop_namespace()
-            self._resources[item.key] = res
+        crds = crds_of(plan)
+        for item in resolve(self.api, plan, crds, self._resources):
+            self._pending_crd[item.key] = crds[(item.key.group, item.kind)].key.name
 
     def _change(
         self, step: Step | None, key: Key, obj: dict[str, Any], *, before: dict[str, Any] | None,

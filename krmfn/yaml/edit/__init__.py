@@ -18,6 +18,7 @@ from krmfn.limits import Limits
 from krmfn.records import FrozenRecord
 from krmfn.yaml import fast as yamlfast
 from krmfn.yaml.edit import splice, tree
+from krmfn.yaml.edit.layout import Layout
 from krmfn.yaml.edit.scalars import Unwritable, needs_quotes
 from krmfn.yaml.edit.tree import Document, Source, parse
 from krmfn.yaml.io import (
@@ -89,7 +90,7 @@ class Writer:
         anew: dict[int, str] = {}  # items to write anew -> why
         for _ in range(2):  # a second pass writes anew the items whose edit did not read back
             splicer = splice.Splicer(text, self.source.nodes, doc.region)
-            splicer.root = doc.root
+            splicer.layout.root = doc.root
             items = _items_sequence(splicer, doc)
             splicer.unit_seq = items[1] if items else -1
             splicer.anew = dict(anew)
@@ -134,7 +135,7 @@ def _items_sequence(splicer: splice.Splicer, doc: Document) -> tuple[int, int] |
     root = doc.root
     if nodes.kind[root] != tree.BLOCK_MAP:
         return None
-    for key, value in splicer.entries(root):
+    for key, value in splicer.layout.entries(root):
         if nodes.value[key] == "items" and nodes.kind[key] in tree.SCALARS:
             if nodes.kind[value] == tree.BLOCK_SEQ and _self_contained(splicer, root, value):
                 return key, value
@@ -146,7 +147,7 @@ def _self_contained(splicer: splice.Splicer, root: int, sequence: int) -> bool:
     """Whether every alias in the document refers to an anchor in its own item of ``sequence``, or
     both lie outside it, so each item reads the same on its own as in the document."""
     nodes = splicer.n
-    items = list(splicer.items(sequence))
+    items = list(splicer.layout.items(sequence))
 
     def item_of(number: int) -> int:
         at = bisect.bisect_right(items, number) - 1
@@ -170,11 +171,11 @@ def _failed_units(splicer: splice.Splicer, items: tuple[int, int], value: Any) -
     for edit in splicer.edits:
         units.setdefault(edit[3], []).append(edit)
     outer = units.pop(-1, [])
-    seq_start = splicer.line_start(nodes.start[sequence])
-    seq_end = splicer.after_line(nodes.end[sequence])
+    seq_start = splicer.layout.line_start(nodes.start[sequence])
+    seq_end = splicer.layout.after_line(nodes.end[sequence])
     if any((a < seq_end and b > seq_start) or seq_start <= a <= seq_end for a, b, _, _ in outer):
         return {} if _reads_as(splicer.apply(), value) else None  # items added or removed: read it all
-    head = splicer.apply(outer, (splicer.region[0], splicer.after_colon(key)))
+    head = splicer.apply(outer, (splicer.region[0], splicer.layout.after_colon(key)))
     tail = splicer.apply(outer, (nodes.end[sequence], splicer.region[1]))
     if -1 in splicer.complex and (
         not isinstance(value, dict) or not _reads_as(head + " []" + tail, {**value, "items": []})
@@ -185,11 +186,11 @@ def _failed_units(splicer: splice.Splicer, items: tuple[int, int], value: Any) -
         if item not in splicer.complex:
             continue
         try:
-            dash = splicer.dash(item)
+            dash = splicer.layout.dash(item)
         except splice.Unplaceable:  # the item cannot be cut out to be read alone: read it all
             return {} if _reads_as(splicer.apply(), value) else None
-        line = splicer.line_start(dash)
-        snippet = splicer.apply(edits, (line, splicer.after_line(nodes.end[item])))
+        line = splicer.layout.line_start(dash)
+        snippet = splicer.apply(edits, (line, splicer.layout.after_line(nodes.end[item])))
         at = dash - line
         if not _reads_as(snippet[:at] + " " + snippet[at + 1 :], splicer.unit_values[item]):
             failed[item] = _UNREAD
@@ -207,11 +208,10 @@ def _reads_as(text: str, value: Any) -> bool:
 def dump_new(value: Any, wide: bool = False) -> str:
     """A document written from scratch in the style the splicer writes new nodes (``wide``: sequences
     indented under their key, kpt's ``seqindent: wide``)."""
-    splicer = splice.Splicer("", tree.Nodes(), (0, 0))
-    splicer._indents = (2, 2 if wide else 0)
+    layout = Layout("", tree.Nodes(), (0, 0), indents=(2, 2 if wide else 0))
     try:
         if isinstance(value, (dict, list)) and value:
-            text = splicer.block(value, 0) + "\n"
+            text = layout.block(value, 0) + "\n"
         else:
             text = splice.flow(value) + "\n"
     except (splice.Unplaceable, Unwritable):

@@ -11,10 +11,12 @@ at its siblings' indentation in block context.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from krmfn.yaml.edit import scalars
+from krmfn.yaml.edit.layout import FLOW, ITEM, ROOT, VALUE, Layout, Unplaceable, flow, flow_key
+from krmfn.yaml.edit.matching import align, runs, same
 from krmfn.yaml.edit.scalars import Unwritable
 from krmfn.yaml.edit.tree import (
     ALIAS,
@@ -34,27 +36,6 @@ from krmfn.yaml.io import dump_fast
 
 _MISSING: Any = object()
 _STYLE_OF = {b"'"[0]: "'", b'"'[0]: '"', LITERAL: "|", b">"[0]: "|"}
-# where a node sits
-ROOT, VALUE, ITEM, FLOW = range(4)
-
-
-class Unplaceable(Exception):
-    """An edit the splicer cannot place; the caller re-emits the whole document instead."""
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal values of the same types all the way down (``1``, ``1.0`` and ``True`` differ here)."""
-    if a is b:
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return len(a) == len(b) and all(k in b and same(v, b[k]) for k, v in a.items())
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) and a != a:  # noqa: PLR0124  # NaN
-        return bool(b != b)  # noqa: PLR0124
-    return bool(a == b)
 
 
 class Splicer:
@@ -76,51 +57,9 @@ class Splicer:
         """The value each anchored node holds in the new text."""
         self.lost: set[int] = set()
         """Anchored nodes whose anchor is no longer in the new text."""
-        chunk = text[region[0] : region[1]]
-        self.nl = "\r\n" if "\r\n" in chunk else "\n"
-        self._indents: tuple[int, int] | None = None
-        self.root = -1
-        self.bom = 1 if text.startswith("\ufeff") else 0
-
-    # --- text geometry -----------------------------------------------------------------------------
-
-    def line_start(self, pos: int) -> int:
-        return max(self.text.rfind("\n", 0, pos) + 1, self.bom if pos >= self.bom else 0)
-
-    def column(self, pos: int) -> int:
-        return pos - self.line_start(pos)
-
-    def first_on_line(self, pos: int) -> bool:
-        return not self.text[self.line_start(pos) : pos].strip(" ")
-
-    def after_line(self, pos: int) -> int:
-        """Just past the line break ending the line that holds ``pos`` (or the end of the text)."""
-        found = self.text.find("\n", pos)
-        return len(self.text) if found < 0 else found + 1
-
-    def indents(self) -> tuple[int, int]:
-        """(mapping indent, sequence offset): how this document nests block collections under a key."""
-        if self._indents is None:
-            n = self.n
-            mapping, offset = 0, -1
-            for m in range(self.root, len(n.kind) if self.root >= 0 else 0):
-                if n.start[m] >= self.region[1] or (mapping and offset >= 0):
-                    break
-                if n.kind[m] != BLOCK_MAP:
-                    continue
-                for key, value in self.entries(m):
-                    kind = n.kind[value]
-                    if kind not in (BLOCK_MAP, BLOCK_SEQ):
-                        continue
-                    if self.line_start(n.start[value]) == self.line_start(n.start[key]):
-                        continue
-                    step = self.column(n.start[value]) - self.column(n.start[key])
-                    if kind == BLOCK_MAP and not mapping and step > 0:
-                        mapping = step
-                    elif kind == BLOCK_SEQ and offset < 0 and step >= 0:
-                        offset = step
-            self._indents = (mapping or 2, max(offset, 0))
-        return self._indents
+        self.layout = Layout(text, nodes, region)
+        """Positions in the text and new nodes' text (layout.py); its ``root`` is the document's."""
+        self.nl = self.layout.nl
 
     # --- the diff ----------------------------------------------------------------------------------
 
@@ -167,26 +106,11 @@ class Splicer:
             return
         self.replace(i, v, where, key)
 
-    def entries(self, i: int) -> Iterator[tuple[int, int]]:
-        after = self.n.after
-        child, end = i + 1, after[i]
-        while child < end:
-            value = after[child]
-            yield child, value
-            child = after[value]
-
-    def items(self, i: int) -> Iterator[int]:
-        after = self.n.after
-        child, end = i + 1, after[i]
-        while child < end:
-            yield child
-            child = after[child]
-
     def mapping(self, i: int, v: dict[Any, Any], where: int, key: int) -> None:
         n = self.n
         flow = n.kind[i] == FLOW_MAP
         inner = FLOW if flow else VALUE
-        entries = list(self.entries(i))
+        entries = list(self.layout.entries(i))
         found = 0
         removed: list[int] = []
         for number, (k, value) in enumerate(entries):
@@ -212,12 +136,12 @@ class Splicer:
 
     def remove_entries(self, entries: list[tuple[int, int]], removed: list[int]) -> None:
         n = self.n
-        for first, last in _runs(removed):
+        for first, last in runs(removed):
             k = entries[first][0]
             self.lose(k, n.after[entries[last][1]])
-            if self.first_on_line(n.start[k]):
-                start = self.line_start(n.start[k])
-                self.edit(start, self.after_line(n.end[entries[last][1]]), "")
+            if self.layout.first_on_line(n.start[k]):
+                start = self.layout.line_start(n.start[k])
+                self.edit(start, self.layout.after_line(n.end[entries[last][1]]), "")
             elif last + 1 < len(entries):
                 self.edit(n.start[k], n.start[entries[last + 1][0]], "")
             else:
@@ -227,20 +151,20 @@ class Splicer:
         n = self.n
         positions = {n.value[k]: value for k, value in entries}
         first_key = entries[0][0]
-        col = self.column(n.start[first_key])
+        col = self.layout.column(n.start[first_key])
         previous = -1
         pending: dict[int, list[str]] = {}
         for name, item in v.items():
             if name in positions:
                 previous = positions[name]
                 continue
-            pending.setdefault(previous, []).append(self.entry(name, item, col))
+            pending.setdefault(previous, []).append(self.layout.entry(name, item, col))
         pad = " " * col
         for previous, texts in pending.items():
             if previous >= 0:
-                self.insert_lines(self.after_line(n.end[previous]), pad, texts)
-            elif self.first_on_line(n.start[first_key]):
-                self.insert_lines(self.line_start(n.start[first_key]), pad, texts)
+                self.insert_lines(self.layout.after_line(n.end[previous]), pad, texts)
+            elif self.layout.first_on_line(n.start[first_key]):
+                self.insert_lines(self.layout.line_start(n.start[first_key]), pad, texts)
             else:
                 self.edit(n.start[first_key], n.start[first_key], (self.nl + pad).join(texts) + self.nl + pad)
 
@@ -254,7 +178,7 @@ class Splicer:
         n = self.n
         flow = n.kind[i] == FLOW_SEQ
         inner = FLOW if flow else ITEM
-        items = list(self.items(i))
+        items = list(self.layout.items(i))
         if len(items) == len(v) and all(
             same(n.value[item], new)
             if n.kind[item] in SCALARS
@@ -276,24 +200,24 @@ class Splicer:
                 self.node(item, new, inner)
             if self.append_flow(i, items[-1] if items else -1, v[len(items) :], 0):
                 return
-        pairs, removed, added = self.align(items, v)
+        pairs, removed, added = align(self.n, items, v)
         if (flow and (removed or added)) or not v:
             self.undo_inside(i)
             self.replace(i, v, where, key)
             return
         self.items_of(i, pairs, inner)
-        dash_col = self.column(n.start[i])
-        for first, last in _runs(removed):
-            dash = self.dash(items[first])
+        dash_col = self.layout.column(n.start[i])
+        for first, last in runs(removed):
+            dash = self.layout.dash(items[first])
             self.lose(items[first], n.after[items[last]])
-            self.edit(self.line_start(dash), self.after_line(n.end[items[last]]), "")
+            self.edit(self.layout.line_start(dash), self.layout.after_line(n.end[items[last]]), "")
         pad = " " * dash_col
         for before, values in added.items():
-            texts = ["- " + self.item_text(value, dash_col + 2) for value in values]
+            texts = ["- " + self.layout.item_text(value, dash_col + 2) for value in values]
             if before >= 0:
-                self.insert_lines(self.after_line(n.end[items[before]]), pad, texts)
+                self.insert_lines(self.layout.after_line(n.end[items[before]]), pad, texts)
             else:
-                self.insert_lines(self.line_start(self.dash(items[0])), pad, texts)
+                self.insert_lines(self.layout.line_start(self.layout.dash(items[0])), pad, texts)
 
     def items_of(self, i: int, pairs: Iterable[tuple[int, Any]], inner: int) -> None:
         if i != self.unit_seq:
@@ -319,7 +243,7 @@ class Splicer:
         """Write a block sequence item whole with the fast dumper, indented to its place."""
         n = self.n
         self.lose(item, n.after[item])
-        pad = self.nl + " " * self.column(n.start[item])
+        pad = self.nl + " " * self.layout.column(n.start[item])
         self.edit(n.start[item], n.end[item], pad.join(dump_fast(v).rstrip("\n").split("\n")))
 
     def append_flow(self, i: int, last: int, v: Any, found: int) -> bool:
@@ -328,9 +252,9 @@ class Splicer:
         if isinstance(v, dict):
             names = list(v)
             known = set(names[:found])
-            if len(known) != found or any(n.value[k] not in known for k, _ in self.entries(i)):
+            if len(known) != found or any(n.value[k] not in known for k, _ in self.layout.entries(i)):
                 return False  # new keys are not all after the old ones
-            texts = [_flow_key(name) + ": " + flow(v[name]) for name in names[found:]]
+            texts = [flow_key(name) + ": " + flow(v[name]) for name in names[found:]]
         else:
             texts = [flow(item) for item in v]
         pos = n.end[last] if last >= 0 else n.end[i] - 1
@@ -338,50 +262,6 @@ class Splicer:
             return False  # a collection written over several lines, or with comments: write it anew
         self.edit(pos, pos, (", " if last >= 0 else "") + ", ".join(texts))
         return True
-
-    def dash(self, item: int) -> int:
-        """Where the ``-`` of a block sequence item is. It may be lines above the item: kpt writes an
-        object's head comment after the dash (``- # the app``, then ``apiVersion: ...`` on the next
-        line), and blank or comment lines may sit between the two."""
-        text = self.text
-        pos = self.n.start[item] - 1
-        while pos >= 0 and text[pos] == " ":
-            pos -= 1
-        while pos >= 0 and text[pos] == "\n":  # the item starts its line: look at the lines above
-            start = self.line_start(pos)
-            line = text[start:pos].rstrip("\r")
-            stripped = line.lstrip(" ")
-            if _lone_dash(stripped):
-                return start + len(line) - len(stripped)
-            if stripped and not stripped.startswith("#"):
-                break
-            pos = start - 1  # a blank or comment line between the dash and the item
-        if pos < 0 or text[pos] != "-" or not self.first_on_line(pos):
-            raise Unplaceable("a sequence item whose dash is not first on its line")
-        return pos
-
-    def align(
-        self, items: list[int], v: list[Any]
-    ) -> tuple[list[tuple[int, Any]], list[int], dict[int, list[Any]]]:
-        """Match original items with new ones: identical objects first (a function that removes or
-        inserts items keeps the others), then equal scalars; the rest pair up by position."""
-        from difflib import SequenceMatcher  # only for lists that changed length
-
-        n = self.n
-        old = [_fingerprint(n.value[n.value[x]] if n.kind[x] == ALIAS else n.value[x]) for x in items]
-        new = [_fingerprint(x) for x in v]
-        pairs: list[tuple[int, Any]] = []
-        removed: list[int] = []
-        added: dict[int, list[Any]] = {}
-        for tag, a0, a1, b0, b1 in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-            common = min(a1 - a0, b1 - b0) if tag == "replace" else (a1 - a0 if tag == "equal" else 0)
-            pairs.extend((items[a0 + k], v[b0 + k]) for k in range(common))
-            removed.extend(range(a0 + common, a1))
-            if b1 > b0 + common:
-                added.setdefault(a0 + common - 1 if a1 == a0 + common else a1 - 1, []).extend(
-                    v[b0 + common : b1]
-                )
-        return pairs, removed, added
 
     # --- replacing --------------------------------------------------------------------------------
 
@@ -393,42 +273,19 @@ class Splicer:
         if where == FLOW:
             self.edit(start, end, prefix + scalars.scalar(v, True, style), simple=True)
             return
-        indent = self.content_indent(i, where, key)
+        indent = self.layout.content_indent(i, where, key)
         text = scalars.scalar(v, False, style, " " * indent, self.nl)
         if start == end:  # an empty scalar: ``key:`` or ``-`` with nothing after it
             self.edit(start, end, " " + prefix + text)
             return
         if text.startswith("|"):
-            line_end = self.after_line(end)
+            line_end = self.layout.after_line(end)
             rest = self.text[end:line_end].rstrip("\r\n")
             if n.kind[i] != LITERAL and rest.strip():
                 header, _, body = text.partition(self.nl)
                 self.edit(start, end + len(rest), prefix + header + rest + self.nl + body)
                 return
         self.edit(start, end, prefix + text, simple="\n" not in text and n.kind[i] not in (LITERAL, FOLDED))
-
-    def content_indent(self, i: int, where: int, key: int) -> int:
-        """Where the lines of a literal block at node ``i`` go."""
-        n = self.n
-        if n.kind[i] == LITERAL or n.kind[i] == b">"[0]:
-            for line in self.text[n.start[i] : n.end[i]].split("\n")[1:]:
-                if line.strip():
-                    return len(line) - len(line.lstrip(" "))
-        if where == VALUE and key >= 0:
-            return self.column(n.start[key]) + self.indents()[0]
-        if where == ITEM:
-            return (
-                self.column(n.start[i])
-                if self.first_on_line(n.start[i])
-                else self.column(self.dash_or(i)) + 2
-            )
-        return 2
-
-    def dash_or(self, i: int) -> int:
-        try:
-            return self.dash(i)
-        except Unplaceable:
-            return self.n.start[i] - 2
 
     def replace(self, i: int, v: Any, where: int, key: int) -> None:
         """Write node ``i`` anew as ``v``, in the style of its place."""
@@ -441,34 +298,40 @@ class Splicer:
             return
         if not isinstance(v, (dict, list)) or not v:
             if n.kind[i] in (BLOCK_MAP, BLOCK_SEQ) and where == VALUE and key >= 0:
-                start = self.after_colon(key)
-                text = " " + (anchor + " " if anchor else "") + self.value_scalar(v, key)
+                start = self.layout.after_colon(key)
+                text = " " + (anchor + " " if anchor else "") + self.layout.value_scalar(v, key)
                 self.edit(start, end, text)
                 return
             self.replace_scalar_node(i, v, where, key, anchor)
             return
-        mapping_indent, offset = self.indents()
+        mapping_indent, offset = self.layout.indents()
         if where == VALUE and key >= 0:
-            col = self.column(n.start[key]) + (mapping_indent if isinstance(v, dict) else offset)
-            start = self.after_colon(key)
-            self.edit(start, end, (" " + anchor if anchor else "") + self.nl + " " * col + self.block(v, col))
+            col = self.layout.column(n.start[key]) + (mapping_indent if isinstance(v, dict) else offset)
+            start = self.layout.after_colon(key)
+            self.edit(
+                start, end, (" " + anchor if anchor else "") + self.nl + " " * col + self.layout.block(v, col)
+            )
             return
         if where == ITEM:
-            col = self.column(start)
+            col = self.layout.column(start)
             if anchor:
-                self.edit(start, end, anchor + self.nl + " " * col + self.block(v, col))
+                self.edit(start, end, anchor + self.nl + " " * col + self.layout.block(v, col))
             else:
-                self.edit(start, end, self.block(v, col))
+                self.edit(start, end, self.layout.block(v, col))
             return
         if n.kind[i] in SCALARS and start == end:
             raise Unplaceable("an empty root")
-        col = self.column(start)
-        self.edit(start, end, (anchor + self.nl + " " * col if anchor else "") + self.block(v, col))
+        col = self.layout.column(start)
+        self.edit(start, end, (anchor + self.nl + " " * col if anchor else "") + self.layout.block(v, col))
 
     def replace_scalar_node(self, i: int, v: Any, where: int, key: int, anchor: str) -> None:
         n = self.n
         start, end = n.start[i], n.end[i]
-        indent = self.content_indent(i, where, key) if n.kind[i] in SCALARS else self.column(start) + 2
+        indent = (
+            self.layout.content_indent(i, where, key)
+            if n.kind[i] in SCALARS
+            else self.layout.column(start) + 2
+        )
         text = (
             scalars.scalar(v, False, "", " " * indent, self.nl)
             if not isinstance(v, (dict, list))
@@ -477,26 +340,12 @@ class Splicer:
         prefix = anchor + " " if anchor else ""
         if start == end:
             self.edit(start, end, " " + prefix + text)
-        elif text.startswith("|") and self.text[end : self.after_line(end)].strip():
-            rest = self.text[end : self.after_line(end)].rstrip("\r\n")
+        elif text.startswith("|") and self.text[end : self.layout.after_line(end)].strip():
+            rest = self.text[end : self.layout.after_line(end)].rstrip("\r\n")
             header, _, body = text.partition(self.nl)
             self.edit(start, end + len(rest), prefix + header + rest + self.nl + body)
         else:
             self.edit(start, end, prefix + text)
-
-    def value_scalar(self, v: Any, key: int) -> str:
-        indent = self.column(self.n.start[key]) + self.indents()[0]
-        if isinstance(v, (dict, list)):
-            return flow(v)
-        return scalars.scalar(v, False, "", " " * indent, self.nl)
-
-    def after_colon(self, key: int) -> int:
-        pos = self.n.end[key]
-        while pos < len(self.text) and self.text[pos] == " ":
-            pos += 1
-        if pos >= len(self.text) or self.text[pos] != ":":
-            raise Unplaceable("a key not followed by a colon")
-        return pos + 1
 
     def rebuild(self, i: int) -> Any:
         """The value the original text of node ``i`` reads as, once aliases read their anchors' new values."""
@@ -508,10 +357,10 @@ class Splicer:
             target = n.value[i]
             return self.final[target] if target in self.final else self.rebuild(target)
         if kind in SEQS:
-            return [self.rebuild(x) for x in self.items(i)]
+            return [self.rebuild(x) for x in self.layout.items(i)]
         out: dict[Any, Any] = {}
         merges: list[Any] = []
-        for k, value in self.entries(i):
+        for k, value in self.layout.entries(i):
             if n.kind[k] == PLAIN and n.value[k] == "<<" and k not in n.tagged:
                 merges.append(self.rebuild(value))
             else:
@@ -545,43 +394,10 @@ class Splicer:
         if not simple:
             self.complex.add(self.unit)
         if "\n" in text and end > start:
-            rest = self.text[end : self.after_line(end)].rstrip("\r\n")
+            rest = self.text[end : self.layout.after_line(end)].rstrip("\r\n")
             if rest.strip():  # a comment after a node that now ends on another line: it goes with it
                 end += len(rest)
         self.edits.append((start, end, text, self.unit))
-
-    # --- writing new nodes -------------------------------------------------------------------------
-
-    def entry(self, name: Any, value: Any, col: int) -> str:
-        key = self.key(name)
-        if isinstance(value, (dict, list)) and value:
-            mapping_indent, offset = self.indents()
-            inner = col + (mapping_indent if isinstance(value, dict) else offset)
-            return key + ":" + self.nl + " " * inner + self.block(value, inner)
-        if isinstance(value, (dict, list)):
-            return key + ": " + flow(value)
-        return key + ": " + scalars.scalar(value, False, "", " " * (col + self.indents()[0]), self.nl)
-
-    def key(self, name: Any) -> str:
-        text = scalars.scalar(name, False)
-        if "\n" in text or len(text) > 1000:
-            raise Unplaceable("a key that needs an explicit-key entry")
-        return text
-
-    def item_text(self, value: Any, col: int) -> str:
-        if isinstance(value, (dict, list)) and value:
-            return self.block(value, col)
-        if isinstance(value, (dict, list)):
-            return flow(value)
-        return scalars.scalar(value, False, "", " " * col, self.nl)
-
-    def block(self, value: dict[Any, Any] | list[Any], col: int) -> str:
-        """A non-empty collection in block style; its first line starts at column ``col`` (unindented
-        here), the others are indented to their depth."""
-        pad = self.nl + " " * col
-        if isinstance(value, dict):
-            return pad.join(self.entry(name, item, col) for name, item in value.items())
-        return pad.join("- " + self.item_text(item, col + 2) for item in value)
 
     # --- output ------------------------------------------------------------------------------------
 
@@ -604,47 +420,4 @@ class Splicer:
         return "".join(out)
 
 
-def flow(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{" + ", ".join(_flow_key(k) + ": " + flow(v) for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(flow(v) for v in value) + "]"
-    return scalars.scalar(value, True)
-
-
-def _flow_key(name: Any) -> str:
-    text = scalars.scalar(name, True)
-    if len(text) > 1000:
-        raise Unplaceable("a key that needs an explicit-key entry")
-    return text
-
-
-def _lone_dash(line: str) -> bool:
-    """A line (its indentation stripped) holding only a sequence dash, maybe with a comment after it."""
-    return line == "-" or (line[:2] in ("- ", "-\t") and line[2:].lstrip(" \t")[:1] in ("", "#"))
-
-
-def _fingerprint(value: Any) -> Any:
-    if isinstance(value, (dict, list)):
-        return ("object", id(value))
-    try:
-        hash(value)
-    except TypeError:
-        return ("unhashable", id(value))
-    return (type(value), value)
-
-
-def _runs(numbers: list[int]) -> Iterator[tuple[int, int]]:
-    """Consecutive stretches of sorted numbers as (first, last)."""
-    if not numbers:
-        return
-    first = last = numbers[0]
-    for number in numbers[1:]:
-        if number != last + 1:
-            yield first, last
-            first = number
-        last = number
-    yield first, last
-
-
-__all__ = ["Splicer", "Unplaceable", "Unwritable", "flow", "same"]
+__all__ = ["ROOT", "Splicer", "Unplaceable", "Unwritable", "flow", "same"]
