@@ -22,7 +22,7 @@ from krmfn.runner.commands.delete_cmd import summary_line as delete_summary
 from krmfn.runner.commands.printers import JsonPrinter, plan_data, plan_lines, summary_line
 from krmfn.runner.engine.engine import Options, Result, Runner
 from krmfn.runner.errors import SourceError
-from krmfn.runner.events import Apply, Delete, Event, StepDone
+from krmfn.runner.events import Apply, Delete, Event, Log, StepDone
 from krmfn.runner.inventory.applyset import Parent
 from krmfn.runner.plan import build_plan
 from krmfn.steps import group
@@ -427,3 +427,19 @@ def test_an_apply_after_a_stopped_delete_prunes_what_the_delete_applied() -> Non
     app.apply(rendered())
     assert app.api.object("batch/v1", "Job", NS, "backup") is None
     assert app.api.object("v1", "ConfigMap", NS, "web") is not None
+
+
+def test_follow_shows_an_on_delete_jobs_log_lines_as_apply_follow_does() -> None:
+    app = App()
+    app.apply(rendered())
+    app.api.seed({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "backup-x", "namespace": NS,
+                  "labels": {"batch.kubernetes.io/job-name": "backup"}},
+                  "status": {"phase": "Succeeded", "containerStatuses": [
+                      {"name": "main", "state": {"terminated": {"exitCode": 0}}}]}})  # fmt: skip
+    app.api.log_streams[("backup-x", "main")] = [["2026-12-03T08:00:01.5Z backed up 3 tables"]]
+    result = app.delete(rendered(), follow=True)
+    assert result.ok, result.error
+    logs = [e for e in app.events if isinstance(e, Log)]
+    assert [(e.step_name, e.object, e.pod, e.line) for e in logs] == [
+        ("backup", f"Job.batch {NS}/backup", "backup-x", "backed up 3 tables")]  # fmt: skip
+    assert app.api.follow_requests[0] == ("backup-x", "main", "")

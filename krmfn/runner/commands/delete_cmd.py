@@ -76,6 +76,9 @@ def parser() -> argparse.ArgumentParser:
                    "app has some and no render is given)")  # fmt: skip
     p.add_argument("--force", action="store_true",
                    help="go on with the teardown when an on-delete step fails (exit 3)")  # fmt: skip
+    p.add_argument("--follow", action="store_true",
+                   help="while an on-delete step waits, print the log lines of its Job pods as they are "
+                   "written (-o json: log events), as apply --follow")  # fmt: skip
     p.add_argument("--enable-alpha-plugins", action="store_true", help="-k: as for apply")
     p.add_argument("--enable-exec", action="store_true", help="-k: as for apply")
     p.add_argument("-n", "--namespace", help="the inventory's namespace (default: the kubeconfig context's)")
@@ -195,7 +198,7 @@ def main(argv: list[str]) -> int:
         name=name, namespace=args.namespace or api.default_namespace, dry_run=args.dry_run,
         prune_namespaces=args.prune_namespaces, prune_crds=args.prune_crds, step_timeout=args.step_timeout,
         timeout=args.timeout, lock_wait=args.wait_for_lock, field_manager=args.field_manager,
-        skip_delete_steps=args.skip_delete_steps, force=args.force,
+        skip_delete_steps=args.skip_delete_steps, force=args.force, follow=args.follow,
     )  # fmt: skip
     try:
         options.on_delete = on_delete_steps(docs, name, options.namespace, args.step_timeout)

@@ -65,6 +65,8 @@ class DeleteOptions:
     skip_delete_steps: bool = False
     force: bool = False
     """Go on with the teardown when an on-delete step fails."""
+    follow: bool = False
+    """Stream the on-delete steps' Job logs while they run (``--follow``, engine/follow.py)."""
 
 
 @dataclass
@@ -218,7 +220,8 @@ class Deleter:
             return 0
         o = self.options
         runner = DeleteStepsRunner(
-            self.api, ApplyOptions(field_manager=o.field_manager, dry_run=o.dry_run, version=o.version),
+            self.api, ApplyOptions(field_manager=o.field_manager, dry_run=o.dry_run, version=o.version,
+                                   follow=o.follow),
             self.emit, clock=self.clock, budget=self.budget, parent=parent, inventory=self._inventory,
             check_stop=self._check_stop, deadline=self._deadline,
         )  # fmt: skip
