@@ -124,6 +124,16 @@ def test_hostile_log_lines_are_escaped_on_a_terminal_and_exact_in_json(
         assert "ok\\rFORGED krmfn line / bidi \\u202eevil\\u202c text" in line
 
 
+def restarting_in_place(doc: Doc, image: str, script: str) -> Doc:
+    """A Job (``restartPolicy: OnFailure``) running ``script`` with an emptyDir at /runs: kept across the
+    container's restarts in place, so the script can tell its runs apart."""
+    doc = runs(doc, image, script)
+    spec = doc["spec"]["template"]["spec"]
+    spec["volumes"] = [{"name": "runs", "emptyDir": {}}]
+    spec["containers"][0]["volumeMounts"] = [{"name": "runs", "mountPath": "/runs"}]
+    return doc
+
+
 def test_an_on_failure_job_restarted_in_place_reports_its_exit_code_and_restarts(
     apply: Apply, kube_client: Client, namespace: str, app: str
 ) -> None:
@@ -132,10 +142,7 @@ def test_an_on_failure_job_restarted_in_place_reports_its_exit_code_and_restarts
         "n=$(( $(cat /runs/n 2>/dev/null || echo 0) + 1 )); echo $n > /runs/n; "
         'echo "run $n: applying 0042"; echo "run $n: lock timeout after 30s"; exit 3'
     )
-    doc = runs(job("crashing", 0, restart_policy="OnFailure", backoff_limit=1), app, script)
-    spec = doc["spec"]["template"]["spec"]
-    spec["volumes"] = [{"name": "runs", "emptyDir": {}}]
-    spec["containers"][0]["volumeMounts"] = [{"name": "runs", "mountPath": "/runs"}]
+    doc = restarting_in_place(job("crashing", 0, restart_policy="OnFailure", backoff_limit=1), app, script)
     out = apply([doc], "--wait")
     assert out.code == 1
     assert "Error (exit code 3)" in out.error, out.error
@@ -157,10 +164,7 @@ def test_follow_shows_each_line_of_a_job_once_in_order_across_a_restart_in_place
         'if [ -f /runs/once ]; then echo "second run"; exit 0; fi; touch /runs/once; '
         'for i in 1 2 3; do echo "first run $i"; sleep 0.3; done; exit 1'
     )
-    doc = runs(job("migrate", 0, restart_policy="OnFailure", backoff_limit=2), app, script)
-    spec = doc["spec"]["template"]["spec"]
-    spec["volumes"] = [{"name": "runs", "emptyDir": {}}]
-    spec["containers"][0]["volumeMounts"] = [{"name": "runs", "mountPath": "/runs"}]
+    doc = restarting_in_place(job("migrate", 0, restart_policy="OnFailure", backoff_limit=2), app, script)
     out = apply([doc], "--wait", "--follow")
     assert out.code == 0, out.error
     logs = [e for e in out.events if e["type"] == "log"]
