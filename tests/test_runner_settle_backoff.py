@@ -124,3 +124,17 @@ def test_a_restart_budget_counts_the_restarts_instead() -> None:
             break
     assert seen[-1].state == "failed", seen
     assert "3 container restarts during the wait, more than krmfn.dev/max-restarts: 2" in seen[-1].message
+
+
+@pytest.mark.parametrize("restarts", [0, 1, 2])
+def test_a_failed_start_is_named_as_the_last_run_without_restarts_it_did_not_have(restarts: int) -> None:
+    # The real node's RunContainerError: restartCount 0 and a last run StartError (exit code 128).
+    pod = shown(restarts=restarts)
+    why = 'exec: "/krmfn-absent-command": stat /krmfn-absent-command: no such file or directory'
+    container = pod["status"]["containerStatuses"][0]
+    container["state"] = {"waiting": {"reason": "RunContainerError", "message": why}}
+    container["lastState"] = {"terminated": {"reason": "StartError", "exitCode": 128, "message": why}}
+    [trouble] = podtrouble.stuck([pod])
+    times = f"restarted {restarts} time{'s' if restarts != 1 else ''}, " if restarts else ""
+    last = f"last run: StartError (exit code 128): {why}"
+    assert trouble.describe() == f"pod web-1 container app: RunContainerError: {why} ({times}{last})"

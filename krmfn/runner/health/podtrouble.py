@@ -95,9 +95,11 @@ class Trouble:
         text = f"pod {self.pod} container {self.container}: {self.reason}"
         if self.message:
             text += f": {self.message}"
-        if self.last:
+        if self.last and self.restarts:
             times = f"{self.restarts} time{'s' if self.restarts != 1 else ''}"
             text += f" (restarted {times}, last run: {self.last})"
+        elif self.last:  # a start that failed is a run too, before any restart (StartError)
+            text += f" (last run: {self.last})"
         return text
 
 
