@@ -54,7 +54,10 @@ def test_a_deployment_whose_container_exits_at_once_is_never_reported_healthy(
     states = _states(out.events, ref)
     assert all(state != "current" for state, _ in states), states
     assert out.error.startswith(f"step step0: {ref} failed: pod web-")
-    assert "container main: CrashLoopBackOff: back-off" in out.error
+    # The kubelet shows the back-off as the waiting reason for moments, as the ended run the rest of it:
+    # whichever a look falls on (podtrouble.CRASH_LOOP).
+    shown = ("container main: CrashLoopBackOff: back-off", "container main: CrashLoopBackOff: ended again")
+    assert any(text in out.error for text in shown), out.error
     assert "last run: Error (exit code 1)" in out.error
     assert _restarts(kube_client, namespace, "web") >= 1  # the kubelet's restarts, not a simulation
 
@@ -108,3 +111,41 @@ def test_a_step_timeout_says_why_each_object_is_blocked(apply: Apply, namespace:
     now = "waits for 1 updated replicas available; now 0 of 1 updated replicas available; pod web-"
     assert f"{where}: {now}" in out.error, out.error
     assert out.error.endswith("not ready: readiness probe failed: schema 9.9.9 missing"), out.error
+
+
+def test_a_deployment_whose_command_cannot_run_fails_with_the_runtimes_reason(
+    apply: Apply, kube_client: Client, namespace: str, app: str
+) -> None:
+    # RunContainerError (the runtime cannot start the process), which the kubelet retries with a back-off
+    # like a crash loop: the step fails on whichever the pod shows first, naming the absent command.
+    web = _long(runs(deployment("web", 0, replicas=1), app, "true"))
+    web["spec"]["template"]["spec"]["containers"][0]["command"] = ["/krmfn-absent-command"]
+    out = apply([web], "--wait")
+    assert out.code == 1, out.events
+    assert out.step_results() == [("step0", "failed")]
+    ref = f"Deployment.apps {namespace}/web"
+    assert all(state != "current" for state, _ in _states(out.events, ref))
+    assert out.error.startswith(f"step step0: {ref} failed: pod web-"), out.error
+    reasons = ("container main: RunContainerError: ", "container main: CrashLoopBackOff: ended again")
+    assert any(text in out.error for text in reasons), out.error
+    assert "/krmfn-absent-command" in out.error, out.error  # the runtime's message names the command
+
+
+@pytest.mark.parametrize("missing", ["image", "secret"])
+def test_a_deployment_whose_pods_cannot_start_fails_with_the_reason(
+    apply: Apply, namespace: str, app: str, missing: str
+) -> None:
+    # The workload path (settle.py's fail-fast rule), beside the Jobs' above.
+    web = _long(runs(deployment("web", 0, replicas=1), app, "sleep infinity"))
+    container = web["spec"]["template"]["spec"]["containers"][0]
+    if missing == "image":
+        container["image"] = "krmfn.test/absent:never"
+        expected = "container main: ErrImageNeverPull: "
+    else:
+        container["env"] = [{"name": "DB", "valueFrom": {"secretKeyRef": {"name": "db", "key": "url"}}}]
+        expected = 'container main: CreateContainerConfigError: secret "db" not found'
+    out = apply([web], "--wait")
+    assert out.code == 1, out.events
+    assert out.step_results() == [("step0", "failed")]
+    assert out.error.startswith(f"step step0: Deployment.apps {namespace}/web failed: pod web-"), out.error
+    assert expected in out.error, out.error

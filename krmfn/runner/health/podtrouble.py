@@ -18,7 +18,10 @@ START_REASONS = frozenset({"CreateContainerConfigError", "CreateContainerError",
 """The container cannot be created or started: a ConfigMap, Secret or key it refers to is missing, an
 invalid mount, a command that does not exist."""
 CRASH_LOOP = "CrashLoopBackOff"
-"""The container exited and the kubelet waits before restarting it (10 s, doubling up to 5 min)."""
+"""The container exited and the kubelet waits before restarting it (10 s, doubling up to 5 min). A real
+kubelet (1.35) writes this waiting reason into the pod's status only for moments: through most of a
+back-off the status shows the container ``terminated`` (the run that ended), so a container of a pod that
+restarts it, ended again after a restart, is read as this reason too (``_backing_off``)."""
 FAIL_FAST = IMAGE_REASONS | START_REASONS | {CRASH_LOOP}
 MAX_TEXT = 400
 
@@ -48,17 +51,26 @@ def _uid(pod: dict[str, Any]) -> str:
 
 def statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
     """The pod's init and regular container statuses, those that are mappings."""
+    return [container for _, container in _statuses(pod)]
+
+
+def _statuses(pod: dict[str, Any]) -> list[tuple[bool, dict[str, Any]]]:
+    """(is an init container's, status) for each of the pod's container statuses that is a mapping."""
     status = _mapping(pod.get("status"))
     found = []
-    for key in ("initContainerStatuses", "containerStatuses"):
+    for key, init in (("initContainerStatuses", True), ("containerStatuses", False)):
         listed = status.get(key)
-        found += [s for s in listed if isinstance(s, dict)] if isinstance(listed, list) else []
+        found += [(init, s) for s in listed if isinstance(s, dict)] if isinstance(listed, list) else []
     return found
 
 
 def last_run(container: dict[str, Any]) -> str:
     """How the container's previous run ended (``Error (exit code 1)``), or "" if it has not restarted."""
-    term = _mapping(_mapping(container.get("lastState")).get("terminated"))
+    return ended(_mapping(_mapping(container.get("lastState")).get("terminated")))
+
+
+def ended(term: dict[str, Any]) -> str:
+    """How a run ended, from its ``terminated`` state (``Error (exit code 1)``), or "" for none."""
     if not term:
         return ""
     text = f"{cut(term.get('reason') or 'terminated', 64)} (exit code {cut(term.get('exitCode'), 16)})"
@@ -83,9 +95,11 @@ class Trouble:
         text = f"pod {self.pod} container {self.container}: {self.reason}"
         if self.message:
             text += f": {self.message}"
-        if self.last:
+        if self.last and self.restarts:
             times = f"{self.restarts} time{'s' if self.restarts != 1 else ''}"
             text += f" (restarted {times}, last run: {self.last})"
+        elif self.last:  # a start that failed is a run too, before any restart (StartError)
+            text += f" (last run: {self.last})"
         return text
 
 
@@ -95,7 +109,18 @@ def stuck(pods: list[dict[str, Any]], *, crash_loops: bool = True) -> list[Troub
     judge, a workload's under ``krmfn.dev/max-restarts`` the budget's)."""
     found: list[Trouble] = []
     for pod in _live(pods):
-        for container in statuses(pod):
+        for init, container in _statuses(pod):
+            if crash_loops and _backing_off(pod, container, init):
+                term = _mapping(_mapping(container.get("state")).get("terminated"))
+                count = _count(container.get("restartCount"))
+                found.append(
+                    Trouble(
+                        cut(_name(pod), 253), cut(container.get("name", ""), 64), CRASH_LOOP,
+                        "ended again after a restart; the kubelet restarts it after a back-off", count,
+                        ended(term),
+                    )
+                )  # fmt: skip
+                continue
             waiting = _mapping(_mapping(container.get("state")).get("waiting"))
             reason = waiting.get("reason")
             if reason not in FAIL_FAST or (reason == CRASH_LOOP and not crash_loops):
@@ -108,6 +133,21 @@ def stuck(pods: list[dict[str, Any]], *, crash_loops: bool = True) -> list[Troub
                 )
             )  # fmt: skip
     return found
+
+
+def _backing_off(pod: dict[str, Any], container: dict[str, Any], init: bool) -> bool:
+    """Whether ``container`` shows the run that ended after at least one restart, in a pod that restarts
+    it: the kubelet's CrashLoopBackOff, whatever its status says at this moment. The first exit is
+    restarted at once (restartCount 0: not yet); the back-off starts with the second. An init container
+    that completed (exit code 0) is done, not crashing; a ``Never`` pod restarts nothing."""
+    term = _mapping(_mapping(container.get("state")).get("terminated"))
+    if not term or not _count(container.get("restartCount")):
+        return False
+    policy = _mapping(pod.get("spec")).get("restartPolicy") or "Always"
+    failed = term.get("exitCode") != 0
+    if init:
+        return policy != "Never" and failed
+    return policy == "Always" or (policy == "OnFailure" and failed)
 
 
 def _live(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -6,9 +6,10 @@ Deployment is counted available then (issue 32: reported rolled out in 2 of 5 ru
 status rules (status.py), while a step waits:
 
 1. **Fail fast.** A pod of the current template (workloads.py) with a container waiting in
-   CrashLoopBackOff, ErrImagePull, ImagePullBackOff, ErrImageNeverPull, InvalidImageName,
-   CreateContainerConfigError, CreateContainerError or RunContainerError fails the step at once, naming
-   the pod, the container, the reason and the kubelet's message (podtrouble.py).
+   CrashLoopBackOff (or ended again after a restart: the back-off as a real kubelet mostly shows it),
+   ErrImagePull, ImagePullBackOff, ErrImageNeverPull, InvalidImageName, CreateContainerConfigError,
+   CreateContainerError or RunContainerError fails the step at once, naming the pod, the container, the
+   reason and the kubelet's message (podtrouble.py).
 2. **Restart budget.** ``krmfn.dev/max-restarts: N`` on the workload tolerates crash loops while its
    pods' containers restart at most N times in all during the wait (an app that crashes until its
    database is up); the N+1st restart fails the step. Without it, the first CrashLoopBackOff fails.
