@@ -21,7 +21,7 @@ from pathlib import Path
 
 from krmfn import packagefs
 from krmfn.errors import KrmfnError, PipelineError
-from krmfn.kobj import Obj, annotations_of, is_kustomization, ref_of
+from krmfn.k8s.kobj import Obj, annotations_of, is_kustomization, ref_of
 from krmfn.kpt_annotations import (
     I_PATH,
     SEQINDENT,

@@ -20,7 +20,7 @@ from krmfn import package as pkg
 from krmfn.cliargs import Parser, UsageError
 from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import KrmfnError, PipelineError
-from krmfn.kobj import Obj, annotations_of, is_local_config
+from krmfn.k8s.kobj import Obj, annotations_of, is_local_config
 from krmfn.limits import Limits
 from krmfn.pipeline import COMBINED, PipelineEntry
 from krmfn.pipeline import run as run_pipeline

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from krmfn.errors import ResourceListError
-from krmfn.kobj import Obj, is_kustomization, is_list_kind, ref_of
+from krmfn.k8s.kobj import Obj, is_kustomization, is_list_kind, ref_of
 from krmfn.limits import Limits
 from krmfn.records import Record
 from krmfn.results import Results

@@ -34,7 +34,7 @@ from e2e import (
 
 from krmfn import kpt_annotations
 from krmfn import package as pkg
-from krmfn.kobj import is_local_config
+from krmfn.k8s.kobj import is_local_config
 from krmfn.render import main as render_main
 from krmfn.yaml.io import load_all_fast
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fake_kube import FakeApi, FakeClock, Harness
 
-from krmfn.jobhash import spec_hash
+from krmfn.k8s.jobhash import spec_hash
 from krmfn.runner.cluster.api import ApiStatusError
 from krmfn.runner.engine import jobs
 from krmfn.runner.engine.engine import Options, Result, Runner

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from krmfn.function import Function
-from krmfn.kobj import is_local_config
+from krmfn.k8s.kobj import is_local_config
 from krmfn.registry import CANONICAL_ORDER
 from robustness.strategies import IMAGE_NAMES, REGISTRIES, Obj, manifests
 

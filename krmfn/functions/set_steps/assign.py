@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from krmfn.functions.set_steps.config import SetStepsConfig, StepConfig
-from krmfn.kobj import Obj, annotations_of, is_local_config
+from krmfn.k8s.kobj import Obj, annotations_of, is_local_config
 from krmfn.results import Results
 from krmfn.selector import matches_any
 

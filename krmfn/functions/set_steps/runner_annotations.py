@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from krmfn.kobj import Obj, annotations_of
+from krmfn.k8s.kobj import Obj, annotations_of
 from krmfn.results import Results
 
 VALUES = ("enabled", "disabled")

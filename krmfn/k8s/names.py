@@ -8,7 +8,7 @@ a name that the API server would refuse must be refused before any request: an H
 - every name of every kind is a valid path segment: not ``.`` or ``..``, no ``/`` or ``%``
   (``path.IsValidPathSegmentName``, what the API server's storage demands of any name);
 - built-in kinds add their own rule: most are DNS-1123 subdomains, a Service a DNS-1035 label, a
-  Namespace a DNS-1123 label, a Job or CronJob krmfn/k8snames.py's rule (shared with hash-job-names
+  Namespace a DNS-1123 label, a Job or CronJob krmfn/k8s/k8snames.py's rule (shared with hash-job-names
   and validate-jobs; the DNS rules live there too), while RBAC objects, APIServices,
   CertificateSigningRequests and Events only need the path-segment rule. Kinds krmfn does not know
   (custom resources, aggregated APIs) get the path-segment rule here and their own from their server.
@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from krmfn.k8snames import (
+from krmfn.k8s.k8snames import (
     LABEL_MAX,
     LABEL_RULE,
     SUBDOMAIN_MAX,
