@@ -47,9 +47,9 @@
 Not KrmfnError, on purpose: each is caught in its own package and never reaches a user as itself
 (tests/test_error_tree.py keeps both lists true).
 
-    UsageError  (cliargs.py) a command line argparse refuses: one line and exit 2 (function.py, render.py)
+    UsageError  (sdk/cliargs.py) a command line argparse refuses: one line and exit 2 (function.py, render.py)
     _Usage  (render.py) the same inside ``krmfn render``'s own parser
-    UnsafePackagePath  (packagefs.py) reported by package.py with the file, as an OSError is
+    UnsafePackagePath  (kpt/packagefs.py) reported by package.py with the file, as an OSError is
     BadAnnotation  (runner/settle_annotations.py) the plan reports it as the object's SourceError
     IntRangeError  (yaml/fast.py) an integer past 64 bits, caught by the YAML readers and writers
     _Unsupported  (yaml/fast_dump.py) a value the event dumper lacks: PyYAML's dumper writes it instead

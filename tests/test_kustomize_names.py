@@ -198,7 +198,7 @@ def test_hashing_in_base_and_overlay_replaces_the_hash(tmp_path: Path) -> None:
 
 def test_selectors_match_a_name_an_overlay_renamed() -> None:
     """Config written against a base keeps selecting the object inside an overlay's kustomization."""
-    from krmfn.selector import Selector
+    from krmfn.sdk.selector import Selector
 
     prefixed = job(
         "prod-migrate",

@@ -17,7 +17,7 @@ from typing import Any
 
 from krmfn.k8s.kobj import is_kustomization
 from krmfn.limits import Limits
-from krmfn.resourcelist import item_problem, parse
+from krmfn.sdk.resourcelist import item_problem, parse
 from krmfn.yaml.io import Mode, load, plain
 
 ROOT = Path(__file__).resolve().parents[2]

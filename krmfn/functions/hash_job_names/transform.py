@@ -21,7 +21,7 @@ from krmfn.k8s.kobj import (
     set_scalar,
 )
 from krmfn.k8s.kustomize_names import Names, as_built, record_rename
-from krmfn.selector import JOB_BASE_NAME
+from krmfn.sdk.selector import JOB_BASE_NAME
 
 if TYPE_CHECKING:
     from krmfn.functions.hash_job_names.config import HashJobNamesConfig

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from krmfn.k8s.jobtriggers import FIELD, HASH_FROM
 from krmfn.k8s.kobj import Obj, annotations_of, remove_annotation, set_annotation
-from krmfn.selector import matches_any
+from krmfn.sdk.selector import matches_any
 
 if TYPE_CHECKING:
     from krmfn.functions.hash_job_names.config import TriggerConfig
-    from krmfn.results import Results
+    from krmfn.sdk.results import Results
 
 FROM_CONFIG = "krmfn.dev/hash-from-config"
 

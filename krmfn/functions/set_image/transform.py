@@ -16,7 +16,7 @@ from krmfn.functions.set_image.fields import (
 )
 from krmfn.k8s.kobj import set_scalar
 from krmfn.records import FrozenRecord
-from krmfn.results import Results
+from krmfn.sdk.results import Results
 
 
 class Resolved(FrozenRecord):

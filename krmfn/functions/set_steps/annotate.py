@@ -8,7 +8,7 @@ from krmfn.k8s import dependson
 from krmfn.k8s.kobj import Obj, annotations_of, ref_of, remove_annotation, set_annotation
 from krmfn.k8s.kustomize_names import final_name
 from krmfn.k8s.scopes import Scopes
-from krmfn.results import Results
+from krmfn.sdk.results import Results
 
 STEP_INDEX = "krmfn.dev/step-index"
 STEP_TIMEOUT = "krmfn.dev/step-timeout"

@@ -27,8 +27,8 @@ from krmfn.k8s.kobj import Obj, annotations_of, is_local_config, labels_of, ref_
 from krmfn.k8s.kustomize_names import name_before_hash, names_of
 from krmfn.k8s.ordering import misorders
 from krmfn.k8s.scopes import Scopes
-from krmfn.results import Results
-from krmfn.selector import JOB_BASE_NAME, Selector, matches_any
+from krmfn.sdk.results import Results
+from krmfn.sdk.selector import JOB_BASE_NAME, Selector, matches_any
 
 NEAR_NAMES = 3
 SHOWN = 3

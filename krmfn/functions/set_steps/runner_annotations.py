@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from krmfn.k8s.kobj import Obj, annotations_of
-from krmfn.results import Results
+from krmfn.sdk.results import Results
 
 VALUES = ("enabled", "disabled")
 # Each krmfn switch and the Flux Operator name that means the same thing.

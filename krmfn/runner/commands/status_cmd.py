@@ -17,8 +17,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from krmfn.cliargs import CommandParser
-from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import RunnerError
 from krmfn.k8s.kobj import annotations_of
 from krmfn.k8s.step_grouping import STEP, UNSTEPPED, index_of
@@ -26,6 +24,8 @@ from krmfn.runner.commands.context import RunContext, duration, interruptible
 from krmfn.runner.health.status import Health, health
 from krmfn.runner.inventory.applyset import TOOLING, Parent
 from krmfn.runner.inventory.runs import RunRecord, decode_plan
+from krmfn.sdk.cliargs import CommandParser
+from krmfn.sdk.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.terminal import write_line, write_lines
 
 EXIT_UNHEALTHY = 1
