@@ -1,4 +1,4 @@
-"""Properties of hashed Job names: length, validity (the API server's rule, krmfn/k8s/k8snames.py),
+"""Properties of hashed Job names: length, validity (the API server's rule, krmfn/k8s/names.py),
 idempotence, what feeds the hash."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from krmfn.functions.hash_job_names import FUNCTION
 from krmfn.functions.hash_job_names.naming import MAX_NAME, derived_from, hashed_name, spec_hash
 from krmfn.functions.hash_job_names.references import Renames, rewrite_value
 from krmfn.k8s.jobspec import MUTABLE_SPEC_FIELDS
-from krmfn.k8s.k8snames import name_problems
+from krmfn.k8s.names import name_problems
 from krmfn.yaml.io import _load_fast, dump_fast
 
 labels = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z", fullmatch=True)

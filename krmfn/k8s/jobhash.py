@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from krmfn.k8s.jobspec import digest, run_identity
-from krmfn.k8s.k8snames import JOB_NAME_MAX, trim_for_suffix
+from krmfn.k8s.names import JOB_NAME_MAX, trim_for_suffix
 from krmfn.yaml.io import plain
 
 MAX_NAME = JOB_NAME_MAX

@@ -25,10 +25,10 @@ from typing import Any
 from krmfn.k8s import triggerpaths
 from krmfn.k8s.jobhash import HASH_LENGTH, spec_identity
 from krmfn.k8s.jobspec import digest
-from krmfn.k8s.k8snames import is_label, is_subdomain
 from krmfn.k8s.kobj import Obj, annotations_of, ref_of
 from krmfn.k8s.kustomize_name_fields import CONFIGMAP, SECRET, rewritten_fields
 from krmfn.k8s.kustomize_names import Names, as_built, names_of
+from krmfn.k8s.names import is_label, is_subdomain
 from krmfn.k8s.podtemplates import TEMPLATE_CONTAINER_LISTS, PodTemplate, spec_refs
 from krmfn.records import FrozenRecord
 

@@ -9,7 +9,6 @@ from krmfn.functions.hash_job_names.naming import hashed_name, name_problems_of,
 from krmfn.functions.hash_job_names.references import Renames, rewrite_references
 from krmfn.functions.hash_job_names.triggers import FROM_CONFIG, Conflict, choose
 from krmfn.k8s.jobtriggers import FIELD, HASH_FROM, TriggerError, hash_triggers, parse_triggers, whole_spec
-from krmfn.k8s.k8snames import indexed_completions, name_problems
 from krmfn.k8s.kobj import (
     Obj,
     annotations_of,
@@ -21,6 +20,7 @@ from krmfn.k8s.kobj import (
     set_scalar,
 )
 from krmfn.k8s.kustomize_names import Names, as_built, record_rename
+from krmfn.k8s.names import indexed_completions, name_problems
 from krmfn.sdk.selector import JOB_BASE_NAME
 
 if TYPE_CHECKING:

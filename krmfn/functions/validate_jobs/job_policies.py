@@ -15,7 +15,7 @@ from krmfn.functions.validate_jobs.api_problems import (
     quoted,
     supported,
 )
-from krmfn.k8s.k8snames import is_subdomain
+from krmfn.k8s.names import is_subdomain
 from krmfn.k8s.podtemplates import TEMPLATE_CONTAINER_LISTS
 from krmfn.numbers import whole
 

@@ -12,7 +12,7 @@ from typing import Any, TypeGuard
 from krmfn.k8s.jobhash import name_hash, spec_hash
 from krmfn.k8s.jobspec import digest, run_identity
 from krmfn.k8s.jobtriggers import HASH_FROM
-from krmfn.k8s.k8snames import JOB_NAME_MAX, trim_for_suffix
+from krmfn.k8s.names import JOB_NAME_MAX, trim_for_suffix
 from krmfn.runner.errors import InvalidObject
 from krmfn.runner.health import podtrouble
 from krmfn.runner.inventory.applyset import JobRecord, Outcome, Parent
