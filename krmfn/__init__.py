@@ -49,15 +49,15 @@ def _defer_inspect() -> None:
 _defer_inspect()
 
 if TYPE_CHECKING:
-    from krmfn.function import Function
-    from krmfn.resourcelist import ResourceList
-    from krmfn.results import Results
-    from krmfn.selector import Selector, select
+    from krmfn.sdk.function import Function
+    from krmfn.sdk.resourcelist import ResourceList
+    from krmfn.sdk.results import Results
+    from krmfn.sdk.selector import Selector, select
 
 __all__ = ["Function", "ResourceList", "Results", "Selector", "select"]
 _HOME = {
-    "Function": "function", "ResourceList": "resourcelist", "Results": "results", "Selector": "selector",
-    "select": "selector",
+    "Function": "sdk.function", "ResourceList": "sdk.resourcelist", "Results": "sdk.results",
+    "Selector": "sdk.selector", "select": "sdk.selector",
 }  # fmt: skip
 
 

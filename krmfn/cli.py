@@ -10,8 +10,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from krmfn.clihelp import INTERNAL_EXIT_CODE
 from krmfn.errors import DEBUG_ENV, EXIT_INTERNAL, internal_error
+from krmfn.sdk.clihelp import INTERNAL_EXIT_CODE
 
 USAGE = """usage: krmfn <command> [args]
 
@@ -56,8 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         interrupts.record()
     # The function registry imports every function (~0.15 s): only the help and `fn` need it.
     if not args or args[0] in ("-h", "--help"):
-        from krmfn.clihelp import epilog
         from krmfn.registry import CANONICAL_ORDER
+        from krmfn.sdk.clihelp import epilog
 
         sys.stdout.write(
             USAGE.format(names=", ".join(CANONICAL_ORDER)) + "\n" + epilog(EXIT_CODES, EXAMPLES, "README.md")
@@ -113,7 +113,7 @@ def _fn(args: list[str]) -> int:
     from krmfn.registry import CANONICAL_ORDER, load
 
     if not args or args[0] in ("-h", "--help"):
-        from krmfn.clihelp import FUNCTION_EXIT_CODES, epilog
+        from krmfn.sdk.clihelp import FUNCTION_EXIT_CODES, epilog
 
         sys.stdout.write(
             "usage: krmfn fn NAME [--yaml fast|fidelity] [--fn-config FILE] [FILE...] < input.yaml\n"

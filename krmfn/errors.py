@@ -6,7 +6,7 @@
     │   ├── DuplicateKeyError       a mapping repeats a key (YAML parsers silently keep the last one)
     │   ├── LimitExceededError      input size, item count, nesting depth or alias expansion over a limit
     │   ├── ResourceListError       not a ResourceList, or an item that is not a valid KRM object
-    │   └── StreamError             ``-f FILE|DIR|-`` cannot be read (krmfn/stream.py)
+    │   └── StreamError             ``-f FILE|DIR|-`` cannot be read (krmfn/k8s/manifest_files.py)
     ├── ConfigError                 the functionConfig is wrong; ``field`` names the offending field
     ├── PipelineError               ``krmfn render``: a Kptfile or pipeline entry krmfn cannot run
     ├── BudgetExceeded              render-inputs: the expressions worked or built past the render's budget
@@ -47,9 +47,9 @@
 Not KrmfnError, on purpose: each is caught in its own package and never reaches a user as itself
 (tests/test_error_tree.py keeps both lists true).
 
-    UsageError  (cliargs.py) a command line argparse refuses: one line and exit 2 (function.py, render.py)
+    UsageError  (sdk/cliargs.py) a command line argparse refuses: one line and exit 2 (function.py, render.py)
     _Usage  (render.py) the same inside ``krmfn render``'s own parser
-    UnsafePackagePath  (packagefs.py) reported by package.py with the file, as an OSError is
+    UnsafePackagePath  (kpt/packagefs.py) reported by package.py with the file, as an OSError is
     BadAnnotation  (runner/settle_annotations.py) the plan reports it as the object's SourceError
     IntRangeError  (yaml/fast.py) an integer past 64 bits, caught by the YAML readers and writers
     _Unsupported  (yaml/fast_dump.py) a value the event dumper lacks: PyYAML's dumper writes it instead
@@ -65,8 +65,8 @@ Not KrmfnError, on purpose: each is caught in its own package and never reaches 
     SemverError  (functions/set_image/semver.py) set-image's config reports it as the field's error
     AnnotationError  (functions/set_config_checksum/references.py) reported as the resource's result
     ScheduleError  (functions/validate_jobs/cron.py) validate-jobs reports it as a finding
-    TriggerError  (jobtriggers.py) a Job's result in its functions, the object's SourceError in the plan
-    PathError  (triggerpaths.py) jobtriggers.py turns it into the TriggerError of the trigger
+    TriggerError  (k8s/jobtriggers.py) a Job's result in its functions, the object's SourceError in the plan
+    PathError  (k8s/triggerpaths.py) jobtriggers.py turns it into the TriggerError of the trigger
     Conflict  (functions/hash_job_names/triggers.py) hash-job-names reports it as the Job's result
 
 Functions never let these escape as tracebacks: the runtime turns each into an error result, a line on

@@ -5,7 +5,7 @@ million instructions a class, about 0.5 ms (a frozen one twice a plain one), and
 defined over a dozen of them before doing any work. The records on that path subclass ``Record``
 instead and write their own ``__init__``; ``__repr__`` and ``__eq__`` come from ``_fields`` as
 dataclass made them (``FrozenRecord`` adds ``__hash__``, for the ones that were frozen). Config classes
-stay dataclasses: krmfn.config reads their fields.
+stay dataclasses: krmfn.sdk.config reads their fields.
 """
 
 from __future__ import annotations

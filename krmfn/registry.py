@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from krmfn.function import Function
+from krmfn.sdk.function import Function
 
 # Canonical order: a Job's name hash must see its final image and config checksum.
 CANONICAL_ORDER: dict[str, str] = {

@@ -3,7 +3,7 @@
 Every pipeline entry must be one of krmfn's own functions: ``exec: krmfn-<name>``, or an image named
 ``.../krmfn-<name>:<tag>`` or ``.../krmfn/<name>:<tag>`` (the installed version runs, whatever the tag);
 anything else is a clear error that points at ``kpt fn render``. Packages are read and annotated as
-kpt reads them (see krmfn.package), nested packages are rendered first with their own pipelines, and
+kpt reads them (see krmfn.kpt.package), nested packages are rendered first with their own pipelines, and
 the whole tree costs one parse and one serialization. The rendered stream goes to stdout;
 ``--in-place`` writes the files back instead.
 """
@@ -15,17 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from krmfn import key_order, kpt_annotations
-from krmfn import package as pkg
-from krmfn.cliargs import Parser, UsageError
-from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import KrmfnError, PipelineError
-from krmfn.kobj import Obj, annotations_of, is_local_config
+from krmfn.k8s.kobj import Obj, annotations_of, is_local_config
+from krmfn.kpt import annotations as kpt_annotations
+from krmfn.kpt import key_order
+from krmfn.kpt import package as pkg
+from krmfn.kpt.pipeline import COMBINED, PipelineEntry
+from krmfn.kpt.pipeline import run as run_pipeline
 from krmfn.limits import Limits
-from krmfn.pipeline import COMBINED, PipelineEntry
-from krmfn.pipeline import run as run_pipeline
-from krmfn.resourcelist import API_VERSIONS, ResourceList
-from krmfn.results import Result
+from krmfn.sdk.cliargs import Parser, UsageError
+from krmfn.sdk.clihelp import INTERNAL_EXIT_CODE, epilog
+from krmfn.sdk.resourcelist import API_VERSIONS, ResourceList
+from krmfn.sdk.results import Result
 from krmfn.terminal import write_line
 from krmfn.yaml.io import Mode, dump_fast, plain
 

@@ -1,7 +1,7 @@
-"""JSON Schemas of the functionConfig kinds, derived from the config dataclasses that krmfn.config reads.
+"""JSON Schemas of the functionConfig kinds, derived from the config dataclasses that krmfn.sdk.config reads.
 
 Editors with a YAML language server validate and complete a function config against them
-(``# yaml-language-server: $schema=.../schemas/SetImage.json``). They say what ``krmfn.config.parse``
+(``# yaml-language-server: $schema=.../schemas/SetImage.json``). They say what ``krmfn.sdk.config.parse``
 accepts field by field; cross-field rules (a config's ``validate()``) stay with the function.
 ``python -m krmfn.schema DIR`` writes them; a test checks that the committed files are current.
 """
@@ -15,14 +15,14 @@ import types
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from krmfn.config import API_VERSION, yaml_key
-from krmfn.function import Function
+from krmfn.sdk.config import API_VERSION, yaml_key
+from krmfn.sdk.function import Function
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
 def type_schema(tp: Any) -> dict[str, Any]:
-    """The schema of one config field type (the types krmfn.config supports)."""
+    """The schema of one config field type (the types krmfn.sdk.config supports)."""
     origin = get_origin(tp)
     simple = {str: "string", bool: "boolean", int: "integer", float: "number"}
     if tp in simple:
@@ -86,7 +86,7 @@ def config_schema(
 
 def all_schemas() -> dict[str, dict[str, Any]]:
     """Every kind's schema by kind; Render's keys take the schema of the function they configure."""
-    from krmfn.pipeline import COMBINED, load_function
+    from krmfn.kpt.pipeline import COMBINED, load_function
     from krmfn.registry import CANONICAL_ORDER
 
     schemas: dict[str, dict[str, Any]] = {}

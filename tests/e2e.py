@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from krmfn.kobj import is_local_config
+from krmfn.k8s.kobj import is_local_config
 from krmfn.yaml.io import dump_fast, load_all_fast
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from krmfn import Function, ResourceList, Selector, select
-from krmfn.kobj import set_annotation
+from krmfn.k8s.kobj import set_annotation
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from krmfn.function import Function
 from krmfn.registry import CANONICAL_ORDER
+from krmfn.sdk.function import Function
 from krmfn.yaml.io import dump_fast, load_all_fast
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -1,4 +1,4 @@
-"""One reader of rendered streams (krmfn/cluster_objects.py): every bad document is refused by krmfn
+"""One reader of rendered streams (krmfn/k8s/cluster_objects.py): every bad document is refused by krmfn
 apply's plan and by krmfn export in the same words, and every List shape is unwrapped alike (issue 31:
 the stream was read twice, with two sets of checks; export let an invalid name through to the engines)."""
 
@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from krmfn.cluster_objects import flatten, identity_problem
 from krmfn.errors import InputError
 from krmfn.export.stream import read_sources
+from krmfn.k8s.cluster_objects import flatten, identity_problem
 from krmfn.runner.errors import SourceError
 from krmfn.runner.plan import build_plan
 

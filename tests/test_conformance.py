@@ -39,7 +39,7 @@ import pytest
 from e2e import run, tool
 from kustomize_trees import fn_config, kustomize, normalized, objects, pipe, write_tree
 
-from krmfn.kustomize_name_fields import name_fields
+from krmfn.k8s.kustomize_name_fields import name_fields
 from krmfn.yaml.io import dump_all_fast, dump_fast
 
 pytestmark = pytest.mark.e2e

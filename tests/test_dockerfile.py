@@ -17,7 +17,7 @@ from pathlib import Path
 
 from e2e import ROOT
 
-from krmfn.pipeline import COMBINED
+from krmfn.kpt.pipeline import COMBINED
 from krmfn.registry import CANONICAL_ORDER
 
 DOCKERFILE = ROOT / "Dockerfile"

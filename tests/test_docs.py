@@ -9,7 +9,7 @@ import pytest
 from e2e import ROOT
 
 import krmfn
-from krmfn.pipeline import COMBINED
+from krmfn.kpt.pipeline import COMBINED
 from krmfn.registry import CANONICAL_ORDER
 from krmfn.yaml.io import load_all_fast
 

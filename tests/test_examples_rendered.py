@@ -32,9 +32,9 @@ from e2e import (
     tool,
 )
 
-from krmfn import kpt_annotations
-from krmfn import package as pkg
-from krmfn.kobj import is_local_config
+from krmfn.k8s.kobj import is_local_config
+from krmfn.kpt import annotations as kpt_annotations
+from krmfn.kpt import package as pkg
 from krmfn.render import main as render_main
 from krmfn.yaml.io import load_all_fast
 

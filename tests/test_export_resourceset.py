@@ -13,7 +13,7 @@ import yaml
 from e2e import resourceset_crd
 
 from krmfn.export import resourceset
-from krmfn.steps import Step
+from krmfn.k8s.step_grouping import Step
 
 # What the operator does to every embedded resource (internal/builder/resourceset.go, BuildResource):
 # the object is written as YAML, then run through text/template with the delimiters << and >>.

@@ -1,4 +1,4 @@
-"""The functions' command line (krmfn/cliargs.py, argparse): FILE arguments instead of stdin, --quiet,
+"""The functions' command line (krmfn/sdk/cliargs.py, argparse): FILE arguments instead of stdin, --quiet,
 usage errors as one line, and the pre-commit hook this repository offers (.pre-commit-hooks.yaml)."""
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def test_no_arguments_parse_as_argparse_parses_them(name: str) -> None:
     """Without arguments (how kpt starts a function) argparse is not built: each destination takes its
     default, exactly what argparse would have given."""
     from krmfn import render
-    from krmfn.function import parser_of
+    from krmfn.sdk.function import parser_of
 
     parser = parser_of("set-image") if name == "function" else render.parser()
     assert vars(parser.parse([])) == vars(parser.argparse().parse_args([]))

@@ -8,9 +8,9 @@ from typing import Any
 
 from e2e import tool
 
-from krmfn.function import Function
 from krmfn.functions.hash_job_names import FUNCTION as HASH_JOB_NAMES
 from krmfn.functions.set_config_checksum import FUNCTION as SET_CONFIG_CHECKSUM
+from krmfn.sdk.function import Function
 from krmfn.yaml.io import _load_fast, dump_all_fast, dump_fast
 
 

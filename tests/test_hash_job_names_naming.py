@@ -1,5 +1,5 @@
-"""Properties of hashed Job names: length, validity (the API server's rule, krmfn/k8snames.py), idempotence,
-what feeds the hash."""
+"""Properties of hashed Job names: length, validity (the API server's rule, krmfn/k8s/names.py),
+idempotence, what feeds the hash."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from krmfn.functions.hash_job_names import FUNCTION
 from krmfn.functions.hash_job_names.naming import MAX_NAME, derived_from, hashed_name, spec_hash
 from krmfn.functions.hash_job_names.references import Renames, rewrite_value
-from krmfn.jobspec import MUTABLE_SPEC_FIELDS
-from krmfn.k8snames import name_problems
+from krmfn.k8s.jobspec import MUTABLE_SPEC_FIELDS
+from krmfn.k8s.names import name_problems
 from krmfn.yaml.io import _load_fast, dump_fast
 
 labels = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z", fullmatch=True)

@@ -16,7 +16,7 @@ import pytest
 from krmfn.functions.hash_job_names import FUNCTION as HASH
 from krmfn.functions.set_config_checksum import FUNCTION as CHECKSUM
 from krmfn.functions.validate_jobs import FUNCTION as VALIDATE
-from krmfn.jobhash import name_hash
+from krmfn.k8s.jobhash import name_hash
 from krmfn.runner.errors import SourceError
 from krmfn.runner.plan import build_plan
 from krmfn.yaml.io import _load_fast, dump_fast

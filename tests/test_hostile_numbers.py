@@ -25,10 +25,12 @@ from hypothesis import strategies as st
 from test_runner_http import CONFIGMAPS, ok
 from test_runner_http import api as http_api
 
-from krmfn import kobj, kpt_annotations
 from krmfn.duration import parse_duration
 from krmfn.functions.set_image.semver import SemverError, parse_constraint, parse_version
 from krmfn.functions.validate_jobs import FUNCTION as VALIDATE_JOBS
+from krmfn.k8s import kobj
+from krmfn.k8s.step_grouping import STEP_INDEX, STEP_TIMEOUT
+from krmfn.kpt import annotations as kpt_annotations
 from krmfn.net.answers import framing_of
 from krmfn.net.errors import Malformed
 from krmfn.net.wire import Response
@@ -42,7 +44,6 @@ from krmfn.runner.inventory.applyset import PART_OF
 from krmfn.runner.inventory.runs import decode_plan, parse_runs
 from krmfn.runner.plan import build_plan
 from krmfn.runner.reserved import RUNS
-from krmfn.steps import STEP_INDEX, STEP_TIMEOUT
 
 HOSTILE = [
     "9" * 5000,  # int() raises past 4,300 digits

@@ -1,4 +1,4 @@
-"""References resolved as kustomize's name-reference step will resolve them (krmfn/kustomize_names.py).
+"""References resolved as kustomize's name-reference step will resolve them (krmfn/k8s/kustomize_names.py).
 
 Functions listed under a kustomization's ``transformers:`` run before kustomize appends generator hash
 suffixes and fixes name references. The unit tests feed the build annotations kustomize writes; the
@@ -14,8 +14,8 @@ import pytest
 from kustomize_trees import by_kind_name, deployment, fn_files, kustomize, normalized, one, pipe, write_tree
 
 from krmfn.functions.hash_job_names.naming import unhashed
-from krmfn.kustomize_name_fields import CONFIGMAP, SERVICE_ACCOUNT, name_fields
-from krmfn.kustomize_names import Names, final_name, kustomize_hash, names_of
+from krmfn.k8s.kustomize_name_fields import CONFIGMAP, SERVICE_ACCOUNT, name_fields
+from krmfn.k8s.kustomize_names import Names, final_name, kustomize_hash, names_of
 
 CHECKSUM = "krmfn.dev/config-checksum"
 
@@ -198,7 +198,7 @@ def test_hashing_in_base_and_overlay_replaces_the_hash(tmp_path: Path) -> None:
 
 def test_selectors_match_a_name_an_overlay_renamed() -> None:
     """Config written against a base keeps selecting the object inside an overlay's kustomization."""
-    from krmfn.selector import Selector
+    from krmfn.sdk.selector import Selector
 
     prefixed = job(
         "prod-migrate",
@@ -215,12 +215,12 @@ def test_selectors_match_a_name_an_overlay_renamed() -> None:
 
 def test_rewrites_agrees_with_the_fields_kustomize_rewrites() -> None:
     """``rewrites(obj, field)`` is ``field in rewritten_fields(obj)`` without the walk, for every reference
-    a pod template makes (krmfn/podtemplates.py) in every workload kind, and for the deprecated
+    a pod template makes (krmfn/k8s/podtemplates.py) in every workload kind, and for the deprecated
     ``serviceAccount`` field and ephemeral containers, which kustomize leaves alone."""
     from test_set_steps_ordering import USES, WORKLOADS, _copy, workload
 
-    from krmfn.kustomize_name_fields import rewrites, rewritten_fields
-    from krmfn.podtemplates import pod_templates, pod_uses
+    from krmfn.k8s.kustomize_name_fields import rewrites, rewritten_fields
+    from krmfn.k8s.podtemplates import pod_templates, pod_uses
 
     extra = {"serviceAccount": "old", "ephemeralContainers": [{"name": "e", "envFrom": [
         {"configMapRef": {"name": "x"}}]}]}  # fmt: skip

@@ -1,7 +1,7 @@
 """On-delete steps without a cluster: set-steps' ``onDelete:`` writes ``krmfn.dev/on-delete``, the one step
-grouping (krmfn/steps.py) keeps them apart, ``krmfn plan`` shows them, ``krmfn apply`` never applies them
-but records them on the parent, the exports write or refuse them, and ``krmfn delete`` (against the
-in-memory API, tests/fake_kube.py) applies them before the teardown or refuses to go without them.
+grouping (krmfn/k8s/step_grouping.py) keeps them apart, ``krmfn plan`` shows them, ``krmfn apply`` never
+applies them but records them on the parent, the exports write or refuse them, and ``krmfn delete`` (against
+the in-memory API, tests/fake_kube.py) applies them before the teardown or refuses to go without them.
 tests/cluster/test_delete_steps.py runs them on the control plane."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from fake_kube import FakeApi, FakeClock
 from krmfn.errors import InputError
 from krmfn.export import main as export_main
 from krmfn.functions.set_steps import FUNCTION
+from krmfn.k8s.step_grouping import group
 from krmfn.runner.commands.delete_cmd import DeleteOptions, Deleter, DeleteResult, exit_code, result_data
 from krmfn.runner.commands.delete_cmd import summary_line as delete_summary
 from krmfn.runner.commands.printers import JsonPrinter, plan_data, plan_lines, summary_line
@@ -25,7 +26,6 @@ from krmfn.runner.errors import SourceError
 from krmfn.runner.events import Apply, Delete, Event, Log, StepDone
 from krmfn.runner.inventory.applyset import Parent
 from krmfn.runner.plan import build_plan
-from krmfn.steps import group
 from krmfn.yaml.io import _load_fast, dump_all_fast, load_all_fast
 
 Doc = dict[str, Any]

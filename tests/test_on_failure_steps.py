@@ -1,7 +1,7 @@
 """On-failure steps without a cluster: set-steps' ``onFailure:`` writes ``krmfn.dev/on-failure``, the one
-step grouping (krmfn/steps.py) keeps them apart, ``krmfn plan`` shows them, ``krmfn export argocd --hooks``
-makes them SyncFail hooks and ``krmfn export resourceset`` refuses them unless ``--drop-on-failure``.
-tests/cluster/test_apply_on_failure.py runs them with ``krmfn apply``."""
+step grouping (krmfn/k8s/step_grouping.py) keeps them apart, ``krmfn plan`` shows them, ``krmfn export argocd
+--hooks`` makes them SyncFail hooks and ``krmfn export resourceset`` refuses them unless
+``--drop-on-failure``. tests/cluster/test_apply_on_failure.py runs them with ``krmfn apply``."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 
 from krmfn.export import main as export_main
 from krmfn.functions.set_steps import FUNCTION
+from krmfn.k8s.step_grouping import group
 from krmfn.runner.commands.cli import main as runner_main
-from krmfn.steps import group
 from krmfn.yaml.io import _load_fast, dump_all_fast, load_all_fast
 
 Doc = dict[str, Any]

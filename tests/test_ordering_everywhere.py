@@ -1,7 +1,7 @@
-"""One ordering check (krmfn/ordering.py) on every path: set-steps when rendering, ``krmfn plan|apply|diff``
-on a rendered stream, ``krmfn export`` on the same. A stream whose steps would hang a cluster (a pod
-template before what it uses, an object before its Namespace, a custom resource before its CRD) is
-refused by each, naming both objects and both steps; a stream rendered elsewhere (by hand, by an older
+"""One ordering check (krmfn/k8s/ordering.py) on every path: set-steps when rendering, ``krmfn
+plan|apply|diff`` on a rendered stream, ``krmfn export`` on the same. A stream whose steps would hang a
+cluster (a pod template before what it uses, an object before its Namespace, a custom resource before its
+CRD) is refused by each, naming both objects and both steps; a stream rendered elsewhere (by hand, by an older
 set-steps, with set-steps in a base) is checked too."""
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ REVIEWED = {
     "starts with a digit, which no unit is, so a string splits into iterations one way only",
     "krmfn.functions.set_image.semver._HYPHEN": "the functionConfig's semver constraint (the operator's "
     "text, docs/security.md), never a registry's or a manifest's",
-    "krmfn.kpt_layout._BLOCK_SCALAR": "searched in one line at a time: `.*` reaches the line's end, where "
+    "krmfn.kpt.layout._BLOCK_SCALAR": "searched in one line at a time: `.*` reaches the line's end, where "
     "`$` always matches, so no start position fails after scanning",
 }
 

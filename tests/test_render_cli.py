@@ -397,8 +397,8 @@ def test_kpt_skips_symlinked_directories_and_follows_symlinked_files(tmp_path: P
 def test_in_place_never_writes_outside_the_package_or_through_a_symlink(
     tmp_path: Path, annotation: str, value: str
 ) -> None:
-    from krmfn import package as pkg
     from krmfn.errors import PipelineError
+    from krmfn.kpt import package as pkg
 
     root, _ = _symlinked_package(tmp_path)
     package = pkg.read(root, "fast")

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from e2e import ROOT
 
-from krmfn.config import yaml_key
 from krmfn.functions.render import FUNCTION as RENDER
-from krmfn.pipeline import load_function
+from krmfn.kpt.pipeline import load_function
 from krmfn.registry import CANONICAL_ORDER
+from krmfn.sdk.config import yaml_key
 from krmfn.yaml.io import dump_fast, load_all_fast
 
 EXAMPLE = ROOT / "examples" / "staged-deploy"
@@ -104,7 +104,7 @@ def test_combined_function_imports_no_other_function() -> None:
     ]
     others = [m for m in imported if m and m.startswith("krmfn.functions") and m != "krmfn.functions.render"]
     assert not others, f"krmfn.functions.render must load the functions through the registry: {others}"
-    assert any(m == "krmfn.pipeline" for m in imported)
+    assert any(m == "krmfn.kpt.pipeline" for m in imported)
 
 
 def test_help_lists_every_function_key() -> None:

@@ -31,8 +31,8 @@ from fswatch import Watch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from krmfn import package as pkg
 from krmfn.errors import PipelineError
+from krmfn.kpt import package as pkg
 from krmfn.render import main as render_main
 from krmfn.terminal import safe_line
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from e2e import run, tool
 
-from krmfn.function import Function
 from krmfn.functions.render import FUNCTION as RENDER
 from krmfn.functions.set_config_checksum import FUNCTION as SET_CONFIG_CHECKSUM
 from krmfn.functions.set_image import FUNCTION as SET_IMAGE
 from krmfn.functions.set_steps import FUNCTION as SET_STEPS
+from krmfn.sdk.function import Function
 from krmfn.yaml.io import _load_fast, dump_all_fast, dump_fast
 
 DEPLOYMENT = {

@@ -68,7 +68,7 @@ def test_every_nested_package_keeps_its_expected_directory_out() -> None:
 
 
 def test_root_krmignore_keeps_everything_but_examples_out() -> None:
-    from krmfn import package as pkg
+    from krmfn.kpt import package as pkg
 
     own, found = pkg.scan(ROOT)
     assert own == ["Kptfile"], f"the root package's own resources: {own}"

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from krmfn.k8s.step_grouping import index_of
 from krmfn.runner.engine.delete import teardown
 from krmfn.runner.inventory.applyset import ID_LABEL, Parent
 from krmfn.runner.inventory.runs import RunRecord, parse_runs, render_runs
 from krmfn.runner.plan import Key, key_of, kind_rank
-from krmfn.steps import index_of
 
 KINDS = [
     ("v1", "ConfigMap"),

@@ -25,6 +25,7 @@ from fake_kube import FakeApi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from krmfn.k8s.step_grouping import STEP
 from krmfn.runner.cluster.api import LOG_LIMIT_BYTES
 from krmfn.runner.commands import diff_cmd
 from krmfn.runner.commands.printers import JsonPrinter, PlainPrinter, TtyPrinter
@@ -48,7 +49,6 @@ from krmfn.runner.events import Apply, Event, Status, StepDone, StepStart
 from krmfn.runner.inventory.runs import MAX_ERROR
 from krmfn.runner.plan import build_plan
 from krmfn.runner.reserved import LAST_PLAN, LOCK, RUNS
-from krmfn.steps import STEP
 from krmfn.terminal import fit
 
 # Strings an attacker would choose: terminal controls, a line that overwrites the one before, CI workflow

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fake_kube import FakeApi, FakeClock, Harness
 
-from krmfn.jobhash import spec_hash
+from krmfn.k8s.jobhash import spec_hash
 from krmfn.runner.cluster.api import ApiStatusError
 from krmfn.runner.engine import jobs
 from krmfn.runner.engine.engine import Options, Result, Runner
@@ -29,7 +29,7 @@ from krmfn.runner.inventory.applyset import (
 from krmfn.runner.inventory.inventory import CONFLICT_RETRIES
 from krmfn.runner.plan import Key, build_plan
 from krmfn.runner.reserved import JOB_RECORDS, LEGACY_COMPLETED_JOBS, LOCK
-from krmfn.selector import JOB_BASE_NAME
+from krmfn.sdk.selector import JOB_BASE_NAME
 
 SET_ID = applyset_id("krmfn", "apps")
 Doc = dict[str, Any]

@@ -12,7 +12,7 @@ from typing import Any
 from fake_kube import FakeApi
 
 from krmfn.functions.hash_job_names import FUNCTION as HASH
-from krmfn.jobspec import IMMUTABLE_SPEC_FIELDS
+from krmfn.k8s.jobspec import IMMUTABLE_SPEC_FIELDS
 from krmfn.runner.cluster.api import ApiStatusError, Resource
 from krmfn.runner.engine import jobs
 from krmfn.runner.engine.diff import Change

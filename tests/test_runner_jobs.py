@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from krmfn.jobspec import IMMUTABLE_SPEC_FIELDS, MUTABLE_SPEC_FIELDS
+from krmfn.k8s.jobspec import IMMUTABLE_SPEC_FIELDS, MUTABLE_SPEC_FIELDS
 from krmfn.runner.engine import jobs
 
 SPEC: dict[str, Any] = {

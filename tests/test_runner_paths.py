@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from lightkube.config.kubeconfig import KubeConfig
 from lightkube.config.models import Cluster, User
 
-from krmfn.names import name_problem, namespace_problem, path_segment_problem
+from krmfn.k8s.names import name_problem, namespace_problem, path_segment_problem
 from krmfn.net.wire import Request, Response
 from krmfn.runner.cluster.api import Api, Resource, UnsafePath, segment
 from krmfn.runner.cluster.kube import HttpApi, field_value

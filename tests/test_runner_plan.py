@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from krmfn.k8s.scopes import BUILTIN_CLUSTER_SCOPED
 from krmfn.runner.errors import SourceError
 from krmfn.runner.plan import build_plan, kind_rank
-from krmfn.scopes import BUILTIN_CLUSTER_SCOPED
 
 
 def obj(kind: str, name: str, api_version: str = "v1", **annotations: str) -> dict[str, Any]:
@@ -107,7 +107,7 @@ def test_namespace_defaults_only_for_namespaced_kinds() -> None:
 
 @pytest.mark.parametrize(("group", "kind"), sorted(BUILTIN_CLUSTER_SCOPED))
 def test_every_builtin_cluster_scoped_kind_gets_no_namespace(group: str, kind: str) -> None:
-    """The plan and set-steps/export share krmfn/scopes.py: the plan's own shorter list (21 kinds, by
+    """The plan and set-steps/export share krmfn/k8s/scopes.py: the plan's own shorter list (21 kinds, by
     kind alone) gave an IPAddress or a DeviceClass the default namespace."""
     api_version = f"{group}/v1" if group else "v1"
     plan = build_plan([obj(kind, "x", api_version)], namespace="apps", default_timeout=1)

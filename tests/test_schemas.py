@@ -10,7 +10,7 @@ import pytest
 from e2e import ROOT
 
 from krmfn.errors import ConfigError
-from krmfn.pipeline import COMBINED, load_function
+from krmfn.kpt.pipeline import COMBINED, load_function
 from krmfn.registry import CANONICAL_ORDER
 from krmfn.schema import all_schemas, render_files
 from krmfn.yaml.io import load_all_fast

@@ -13,9 +13,9 @@ import pytest
 from example_function import FUNCTION
 
 from krmfn import Function, ResourceList, Selector, select
-from krmfn.config import from_configmap, parse
 from krmfn.errors import ConfigError
-from krmfn.resourcelist import choose_mode
+from krmfn.sdk.config import from_configmap, parse
+from krmfn.sdk.resourcelist import choose_mode
 from krmfn.yaml.io import _load_fast, dump_fast
 
 HEAD = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"

@@ -183,7 +183,7 @@ def test_a_fidelity_dump_that_fails_part_way_leaves_the_next_dump_intact(
 
 
 def test_a_function_whose_output_cannot_be_written_reports_an_error_and_never_raises() -> None:
-    from krmfn.function import process_text
+    from krmfn.sdk.function import process_text
 
     def poison(rl: Any) -> None:
         rl.items[0]["data"] = {"k": object()}

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from krmfn.configdigest import checksum
 from krmfn.functions.set_config_checksum import FUNCTION
+from krmfn.k8s.configdigest import checksum
 from krmfn.yaml.io import _load_fast, dump_fast
 
 KEY = "k3y-0f-the-ci-system-9c1d2e"

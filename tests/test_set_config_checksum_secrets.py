@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from krmfn.configdigest import checksum
 from krmfn.functions.hash_job_names import FUNCTION as HASH_JOB_NAMES
 from krmfn.functions.set_config_checksum import FUNCTION as SET_CONFIG_CHECKSUM
+from krmfn.k8s.configdigest import checksum
 from krmfn.yaml.io import _load_fast, dump_fast
 
 CANARY = "canary-7f3e9a-do-not-leak"

@@ -12,8 +12,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from krmfn.dependson import ObjRef, format_set
 from krmfn.functions.set_steps import FUNCTION
+from krmfn.k8s.dependson import ObjRef, format_set
 from krmfn.yaml.io import _load_fast, dump_fast
 
 

@@ -1,5 +1,5 @@
 """set-steps' ``steps[].onTimeout`` becomes ``krmfn.dev/on-timeout`` on the step's resources, and the
-runner's plan reads it back (krmfn/steps.py), each combination of config value x step kind."""
+runner's plan reads it back (krmfn/k8s/step_grouping.py), each combination of config value x step kind."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""krmfn.steps: the one grouping of a rendered stream into steps, for krmfn apply/plan and krmfn export.
+"""krmfn.k8s.step_grouping: the one grouping of a rendered stream into steps, for krmfn apply/plan and krmfn
+export.
 
 Each case lists objects as ``(name, annotations)`` and the expected grouping as
 ``[(step-index, name, timeout, [object names])]`` plus the final step's wait, or the exact error.
@@ -11,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from krmfn import steps
 from krmfn.errors import InputError, KrmfnError
+from krmfn.k8s import step_grouping as steps
 
 IDX, NAME, TIMEOUT, WAIT = steps.STEP_INDEX, steps.STEP, steps.STEP_TIMEOUT, steps.WAIT
 Group = list[tuple[int | None, str, str | None, list[str]]]

@@ -1,7 +1,7 @@
-"""What ``-f PATH`` is, said in every message (krmfn/stream.py, for ``krmfn plan|apply|diff`` and ``krmfn
-export``): a path of every kind, through both commands. ``-f /dev/null`` said ``no such file or directory``
-(issue 34); a broken link or an unreadable subdirectory inside a directory was left out without a word, so
-its objects would have been pruned.
+"""What ``-f PATH`` is, said in every message (krmfn/k8s/manifest_files.py, for ``krmfn plan|apply|diff`` and
+``krmfn export``): a path of every kind, through both commands. ``-f /dev/null`` said ``no such file or
+directory`` (issue 34); a broken link or an unreadable subdirectory inside a directory was left out without a
+word, so its objects would have been pruned.
 
 A named pipe and a character device are read once, as a stream (process substitution ``-f <(kustomize
 build .)``, ``/dev/stdin``), at most to the input limit; ``/dev/null`` is then an empty input.
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from krmfn import stream
 from krmfn.export import main as export_main
+from krmfn.k8s import manifest_files as stream
 from krmfn.runner.commands.cli import main as runner_main
 from krmfn.yaml.io import dump_fast
 

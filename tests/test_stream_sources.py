@@ -1,5 +1,5 @@
-"""One reader for ``krmfn apply|plan -f`` and ``krmfn export -f`` (krmfn/stream.py): the same directory
-gives both the same files, in the same order, whatever it holds."""
+"""One reader for ``krmfn apply|plan -f`` and ``krmfn export -f`` (krmfn/k8s/manifest_files.py): the same
+directory gives both the same files, in the same order, whatever it holds."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from krmfn.export.stream import read_sources
+from krmfn.k8s.manifest_files import StreamError
 from krmfn.runner.errors import SourceError
 from krmfn.runner.source import read_files
-from krmfn.stream import StreamError
 from krmfn.yaml.io import dump_fast
 
 

@@ -30,7 +30,7 @@ import yaml as pyyaml
 from e2e import ROOT, env
 from ruamel.yaml import YAML
 
-from krmfn.kobj import set_scalar
+from krmfn.k8s.kobj import set_scalar
 from krmfn.limits import Limits
 from krmfn.yaml import rt as yamlrt
 from krmfn.yaml.io import dump_fast, load, load_all_fast

@@ -4,7 +4,7 @@
     krmfn export argocd -f rendered.yaml [--hooks]               the stream with Argo CD sync waves
 
 The steps are read from the annotations set-steps writes, grouped by the code ``krmfn apply`` uses
-(krmfn.steps). For kpt live apply no export is needed: set-steps ``emit: [depends-on]`` writes the
+(krmfn.k8s.step_grouping). For kpt live apply no export is needed: set-steps ``emit: [depends-on]`` writes the
 ``config.kubernetes.io/depends-on`` annotations it reads. See docs/engines.md.
 """
 
@@ -14,14 +14,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from krmfn.cliargs import CommandParser
-from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import KrmfnError
 from krmfn.export import argocd, resourceset
 from krmfn.export.steps import group
 from krmfn.export.stream import read_sources
-from krmfn.jobspec import ttl_warning
-from krmfn.kobj import ref_of
+from krmfn.k8s.jobspec import ttl_warning
+from krmfn.k8s.kobj import ref_of
+from krmfn.sdk.cliargs import CommandParser
+from krmfn.sdk.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.terminal import write_line
 from krmfn.yaml.io import dump_all_fast, dump_fast
 

@@ -21,8 +21,8 @@ reverse of the steps, as ``krmfn delete`` does (docs/runner.md#exports-of-the-te
 from __future__ import annotations
 
 from krmfn.errors import InputError
-from krmfn.kobj import Obj, annotations_of, set_annotation
-from krmfn.steps import Step, Steps, describe
+from krmfn.k8s.kobj import Obj, annotations_of, set_annotation
+from krmfn.k8s.step_grouping import Step, Steps, describe
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 HOOK = "argocd.argoproj.io/hook"

@@ -21,9 +21,9 @@ from typing import Any
 
 from krmfn.duration import format_duration, parse_duration
 from krmfn.errors import InputError
-from krmfn.kobj import PRESERVED_KEYS, PRESERVED_PREFIXES, Obj, ref_of
-from krmfn.scopes import Scopes
-from krmfn.steps import STEP_ANNOTATIONS, Step, Steps, describe
+from krmfn.k8s.kobj import PRESERVED_KEYS, PRESERVED_PREFIXES, Obj, ref_of
+from krmfn.k8s.scopes import Scopes
+from krmfn.k8s.step_grouping import STEP_ANNOTATIONS, Step, Steps, describe
 from krmfn.yaml.io import plain
 
 API_VERSION = "fluxcd.controlplane.io/v1"

@@ -1,10 +1,10 @@
 """The plan: which objects are applied in which step, in which order. Pure: no cluster access.
 
-Steps are grouped by krmfn.steps, the code ``krmfn export`` uses too, so both read one order. Around
-that, this module drops what is not applied (empty documents, local config), defaults namespaces and
+Steps are grouped by krmfn.k8s.step_grouping, the code ``krmfn export`` uses too, so both read one order.
+Around that, this module drops what is not applied (empty documents, local config), defaults namespaces and
 rejects duplicates, and orders the objects of a step by kind (things others depend on first, Jobs
 last), then namespace and name, the way cli-utils and kustomize order an apply. A stream whose steps
-would hang a cluster (krmfn/ordering.py: a Job before its ConfigMap, an object before its Namespace) is
+would hang a cluster (krmfn/k8s/ordering.py: a Job before its ConfigMap, an object before its Namespace) is
 refused, as set-steps refuses it when rendering.
 """
 
@@ -14,19 +14,19 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from krmfn import ordering, steps
-from krmfn.cluster_objects import flatten, identity_problem
 from krmfn.duration import SECOND, format_duration
-from krmfn.jobtriggers import FIELD as HASH_FROM_FIELD
-from krmfn.jobtriggers import HASH_FROM, Triggered, TriggerError, of_job
-from krmfn.kobj import annotations_of, is_local_config, labels_of
-from krmfn.kustomize_names import Names
-from krmfn.names import name_problem, namespace_problem
+from krmfn.k8s import ordering, step_grouping
+from krmfn.k8s.cluster_objects import flatten, identity_problem
+from krmfn.k8s.jobtriggers import FIELD as HASH_FROM_FIELD
+from krmfn.k8s.jobtriggers import HASH_FROM, Triggered, TriggerError, of_job
+from krmfn.k8s.kobj import annotations_of, is_local_config, labels_of
+from krmfn.k8s.kustomize_names import Names
+from krmfn.k8s.names import name_problem, namespace_problem
+from krmfn.k8s.scopes import Scopes
 from krmfn.runner.errors import SourceError
 from krmfn.runner.reserved import APPLYSET_PREFIX, INVENTORY, MAX_JOB_RECORDS
 from krmfn.runner.settle_annotations import KINDS as SETTLED_KINDS
 from krmfn.runner.settle_annotations import BadAnnotation, budget_of, window_of
-from krmfn.scopes import Scopes
 from krmfn.yaml.io import plain
 
 # Apply order inside a step. Kinds not listed (custom resources, most other built-ins) sit between
@@ -87,7 +87,8 @@ class Item:
     obj: dict[str, Any]
     _key: Key | None = field(default=None, init=False, repr=False, compare=False)
     triggered: Triggered | None = field(default=None, init=False, repr=False, compare=False)
-    """A Job's ``krmfn.dev/hash-from`` triggers and their hashes (krmfn/jobtriggers.py), over the stream."""
+    """A Job's ``krmfn.dev/hash-from`` triggers and their hashes (krmfn/k8s/jobtriggers.py), over the
+    stream."""
 
     @property
     def key(self) -> Key:
@@ -159,7 +160,7 @@ def build_plan(
 ) -> Plan:
     """Groups, orders and defaults ``objects``. ``wait`` overrides ``krmfn.dev/wait`` for the last step."""
     flat = [plain(obj) for obj in flatten(objects)]
-    grouped = steps.group(
+    grouped = step_grouping.group(
         _applied(flat, namespace, Scopes(flat)),
         who=_who,
         error=SourceError,
@@ -221,9 +222,10 @@ def _triggers(plan: Plan) -> None:
 
 
 def _applied(flat: list[Any], namespace: str, scopes: Scopes) -> Iterator[dict[str, Any]]:
-    """The objects to apply, namespaced as they will be (krmfn/scopes.py: built-in cluster-scoped kinds
-    and the CRDs in the stream; anything else gets ``namespace`` unless it has one). Lazy: ``steps.group``
-    reads each object's step index as it is yielded, so input errors are reported in stream order."""
+    """The objects to apply, namespaced as they will be (krmfn/k8s/scopes.py: built-in cluster-scoped kinds
+    and the CRDs in the stream; anything else gets ``namespace`` unless it has one). Lazy:
+    ``step_grouping.group`` reads each object's step index as it is yielded, so input errors are reported in
+    stream order."""
     seen: dict[Key, int] = {}
     for position, obj in enumerate(flat):
         _check_object(obj, position)

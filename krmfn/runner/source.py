@@ -1,4 +1,5 @@
-"""The runner's input: the rendered stream (krmfn/stream.py) or ``kustomize build`` of a directory."""
+"""The runner's input: the rendered stream (krmfn/k8s/manifest_files.py) or ``kustomize build`` of a
+directory."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from krmfn.errors import InputError
+from krmfn.k8s.manifest_files import DIRECTORY, StreamError, missing, path_kind, read_documents
 from krmfn.runner.errors import SourceError
-from krmfn.stream import DIRECTORY, StreamError, missing, path_kind, read_documents
 from krmfn.yaml.io import load_all_fast
 
 
 def read_files(paths: list[str]) -> list[Any]:
-    """Documents of every source in order, read as krmfn/stream.py reads them (export reads alike)."""
+    """Documents of every source in order, read as krmfn/k8s/manifest_files.py reads them (export reads
+    alike)."""
     try:
         return [doc for _, docs in read_documents(paths) for doc in docs]
     except StreamError as err:

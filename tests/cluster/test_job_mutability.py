@@ -1,4 +1,4 @@
-"""krmfn/jobspec.py's table, field by field, against the API server: every field it calls mutable is
+"""krmfn/k8s/jobspec.py's table, field by field, against the API server: every field it calls mutable is
 accepted on a live Job by a server-side apply, every field it calls immutable is refused (422). The
 runner relies on the table for the run hash: a wrong entry would skip a changed run or re-run a Job."""
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from krmfn.jobspec import IMMUTABLE_SPEC_FIELDS, MUTABLE_SPEC_FIELDS
+from krmfn.k8s.jobspec import IMMUTABLE_SPEC_FIELDS, MUTABLE_SPEC_FIELDS
 from krmfn.runner.cluster.api import ApiStatusError, Resource
 from krmfn.runner.cluster.kube import HttpApi, load_config
 

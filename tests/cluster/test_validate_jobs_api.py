@@ -23,7 +23,7 @@ import pytest
 from krmfn.functions.hash_job_names.naming import hashed_name, name_problems_of, spec_hash
 from krmfn.functions.validate_jobs import RULES
 from krmfn.functions.validate_jobs.rules import check
-from krmfn.k8snames import is_subdomain
+from krmfn.k8s.names import is_subdomain
 from krmfn.net.errors import NetError
 from krmfn.runner.cluster.kube import HttpApi, load_config
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from krmfn.function import Function
-from krmfn.kobj import is_local_config
+from krmfn.k8s.kobj import is_local_config
 from krmfn.registry import CANONICAL_ORDER
+from krmfn.sdk.function import Function
 from robustness.strategies import IMAGE_NAMES, REGISTRIES, Obj, manifests
 
 API = "fn.krmfn.dev/v1alpha1"

@@ -15,10 +15,10 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from krmfn.function import Function
 from krmfn.registry import CANONICAL_ORDER, load
-from krmfn.resourcelist import choose_mode
-from krmfn.results import Results
+from krmfn.sdk.function import Function
+from krmfn.sdk.resourcelist import choose_mode
+from krmfn.sdk.results import Results
 from krmfn.yaml.io import dump_fast
 from robustness.harness import Hang, output_problems, time_bound
 

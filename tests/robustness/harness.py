@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from krmfn.kobj import is_kustomization
+from krmfn.k8s.kobj import is_kustomization
 from krmfn.limits import Limits
-from krmfn.resourcelist import item_problem, parse
+from krmfn.sdk.resourcelist import item_problem, parse
 from krmfn.yaml.io import Mode, load, plain
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from krmfn.kobj import is_local_config, ref_of
+from krmfn.k8s.kobj import is_local_config, ref_of
 from krmfn.limits import Limits
-from krmfn.resourcelist import parse
+from krmfn.sdk.resourcelist import parse
 from krmfn.yaml.io import dump, dump_fast, plain
 from robustness.budget import examples
 from robustness.functions import SPECS as BY_NAME

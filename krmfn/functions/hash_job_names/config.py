@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from krmfn import Selector
 from krmfn.errors import ConfigError
-from krmfn.jobtriggers import TriggerError, parse_triggers
+from krmfn.k8s.jobtriggers import TriggerError, parse_triggers
 
 
 @dataclass(frozen=True)

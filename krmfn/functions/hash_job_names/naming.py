@@ -1,9 +1,9 @@
 """Hash-suffixed Job names: ``<base>-<hash8>``, at most 63 characters, a name the API server accepts for
-a Job (krmfn/k8snames.py: a DNS-1123 subdomain, so ``db.migration`` is a valid base, as for the API)."""
+a Job (krmfn/k8s/names.py: a DNS-1123 subdomain, so ``db.migration`` is a valid base, as for the API)."""
 
 from __future__ import annotations
 
-from krmfn.jobhash import (
+from krmfn.k8s.jobhash import (
     HASH_LENGTH,
     HEX_DIGITS,
     MAX_BASE,
@@ -13,7 +13,7 @@ from krmfn.jobhash import (
     truncate,
     unhashed,
 )
-from krmfn.k8snames import CRONJOB_NAME_MAX, is_subdomain, name_problems
+from krmfn.k8s.names import CRONJOB_NAME_MAX, is_subdomain, name_problems
 
 __all__ = [
     "HASH_LENGTH",
@@ -34,7 +34,7 @@ MAX_CRONJOB_NAME = CRONJOB_NAME_MAX
 
 def name_problems_of(base: str, name: str, indexed_completions: int | None = None) -> list[str]:
     """Why ``base`` cannot name the hashed Job ``name``: the base must be a DNS-1123 subdomain, and the
-    hashed name one the API server accepts for this Job (the shared rule in krmfn/k8snames.py)."""
+    hashed name one the API server accepts for this Job (the shared rule in krmfn/k8s/names.py)."""
     if not is_subdomain(base) or not truncate(base):
         return name_problems("Job", base) or ["nothing is left of it once cut to fit the hash suffix"]
     return name_problems("Job", name, indexed_completions)

@@ -1,5 +1,5 @@
 """Rewriting references to renamed Jobs: ``config.kubernetes.io/depends-on`` entries, read and written by
-the one codec set-steps uses (krmfn/dependson.py); a Job is ``batch/namespaces/<ns>/Job/<name>``. No krmfn
+the one codec set-steps uses (krmfn/k8s/dependson.py); a Job is ``batch/namespaces/<ns>/Job/<name>``. No krmfn
 annotation names a Job today; one that does (same syntax) belongs in REFERENCE_ANNOTATIONS.
 """
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from krmfn.dependson import ANNOTATION, ObjRef, parse_ref
 from krmfn.functions.hash_job_names.naming import derived_from
-from krmfn.kobj import Obj, annotations_of, set_annotation
+from krmfn.k8s.dependson import ANNOTATION, ObjRef, parse_ref
+from krmfn.k8s.kobj import Obj, annotations_of, set_annotation
 
 REFERENCE_ANNOTATIONS = (ANNOTATION,)
 

@@ -8,9 +8,8 @@ from krmfn import ResourceList, select
 from krmfn.functions.hash_job_names.naming import hashed_name, name_problems_of, spec_hash, unhashed
 from krmfn.functions.hash_job_names.references import Renames, rewrite_references
 from krmfn.functions.hash_job_names.triggers import FROM_CONFIG, Conflict, choose
-from krmfn.jobtriggers import FIELD, HASH_FROM, TriggerError, hash_triggers, parse_triggers, whole_spec
-from krmfn.k8snames import indexed_completions, name_problems
-from krmfn.kobj import (
+from krmfn.k8s.jobtriggers import FIELD, HASH_FROM, TriggerError, hash_triggers, parse_triggers, whole_spec
+from krmfn.k8s.kobj import (
     Obj,
     annotations_of,
     is_local_config,
@@ -20,8 +19,9 @@ from krmfn.kobj import (
     set_annotation,
     set_scalar,
 )
-from krmfn.kustomize_names import Names, as_built, record_rename
-from krmfn.selector import JOB_BASE_NAME
+from krmfn.k8s.kustomize_names import Names, as_built, record_rename
+from krmfn.k8s.names import indexed_completions, name_problems
+from krmfn.sdk.selector import JOB_BASE_NAME
 
 if TYPE_CHECKING:
     from krmfn.functions.hash_job_names.config import HashJobNamesConfig

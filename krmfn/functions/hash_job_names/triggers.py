@@ -1,6 +1,6 @@
 """Which triggers name a Job: its own ``krmfn.dev/hash-from`` annotation, or the functionConfig's
 ``triggers`` entry whose selectors match it, written into that annotation so validate-jobs and
-``krmfn apply`` read the same triggers (krmfn/jobtriggers.py) without the functionConfig.
+``krmfn apply`` read the same triggers (krmfn/k8s/jobtriggers.py) without the functionConfig.
 
 kpt writes a render back in place, so a value this function wrote is marked (``krmfn.dev/hash-from-config``):
 the next render replaces it from the config, or removes it once no entry matches the Job any more, while
@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from krmfn.jobtriggers import FIELD, HASH_FROM
-from krmfn.kobj import Obj, annotations_of, remove_annotation, set_annotation
-from krmfn.selector import matches_any
+from krmfn.k8s.jobtriggers import FIELD, HASH_FROM
+from krmfn.k8s.kobj import Obj, annotations_of, remove_annotation, set_annotation
+from krmfn.sdk.selector import matches_any
 
 if TYPE_CHECKING:
     from krmfn.functions.hash_job_names.config import TriggerConfig
-    from krmfn.results import Results
+    from krmfn.sdk.results import Results
 
 FROM_CONFIG = "krmfn.dev/hash-from-config"
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field, fields
 from typing import Any, NoReturn
 
 from krmfn import Function, ResourceList
-from krmfn.config import API_VERSION, yaml_key
 from krmfn.errors import ConfigError
-from krmfn.pipeline import PipelineEntry, load_function, run
+from krmfn.kpt.pipeline import PipelineEntry, load_function, run
 from krmfn.registry import CANONICAL_ORDER
+from krmfn.sdk.config import API_VERSION, yaml_key
 
 __all__ = ["FUNCTION", "RenderConfig", "main"]
 

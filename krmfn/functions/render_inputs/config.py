@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from krmfn.config import parse
 from krmfn.errors import ConfigError
+from krmfn.sdk.config import parse
 
 
 @dataclass(frozen=True)

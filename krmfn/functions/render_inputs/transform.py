@@ -8,7 +8,7 @@ from typing import Any
 from krmfn import ResourceList
 from krmfn.functions.render_inputs import engine, values
 from krmfn.functions.render_inputs.config import STRING_VALUES, RenderInputsConfig
-from krmfn.kobj import Obj, is_local_config, set_scalar, walk_strings
+from krmfn.k8s.kobj import Obj, is_local_config, set_scalar, walk_strings
 from krmfn.limits import Limits
 from krmfn.yaml.io import plain
 

@@ -1,11 +1,11 @@
 """The checksum-from annotations: ConfigMaps and Secrets named explicitly, beyond the pod spec's own
-references (krmfn/podtemplates.py finds those)."""
+references (krmfn/k8s/podtemplates.py finds those)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from krmfn.podtemplates import ConfigRef
+from krmfn.k8s.podtemplates import ConfigRef
 
 CHECKSUM_FROM = "krmfn.dev/checksum-from"
 FLUX_CHECKSUM_FROM = "fluxcd.controlplane.io/checksumFrom"

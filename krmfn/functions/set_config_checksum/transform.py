@@ -6,14 +6,14 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from krmfn import ResourceList, select
-from krmfn.configdigest import checksum
 from krmfn.errors import ConfigError
 from krmfn.functions.set_config_checksum.keyed import keyed, load_key
 from krmfn.functions.set_config_checksum.references import KINDS, AnnotationError, annotation_refs, merge
-from krmfn.kobj import Obj, annotations_of, is_local_config, ref_of, remove_annotation, set_annotation
-from krmfn.kustomize_name_fields import CONFIGMAP, SECRET, rewritten_fields
-from krmfn.kustomize_names import Names, names_of
-from krmfn.podtemplates import ConfigRef, PodTemplate, TemplatePath, pod_templates, spec_refs
+from krmfn.k8s.configdigest import checksum
+from krmfn.k8s.kobj import Obj, annotations_of, is_local_config, ref_of, remove_annotation, set_annotation
+from krmfn.k8s.kustomize_name_fields import CONFIGMAP, SECRET, rewritten_fields
+from krmfn.k8s.kustomize_names import Names, names_of
+from krmfn.k8s.podtemplates import ConfigRef, PodTemplate, TemplatePath, pod_templates, spec_refs
 
 if TYPE_CHECKING:
     from krmfn.functions.set_config_checksum.config import SetConfigChecksumConfig

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from krmfn import Selector
-from krmfn.config import parse
 from krmfn.errors import ConfigError
+from krmfn.sdk.config import parse
 
 
 @dataclass(frozen=True)

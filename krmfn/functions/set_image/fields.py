@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from krmfn.functions.set_image.config import ImageField
-from krmfn.podtemplates import CONTAINER_LISTS
+from krmfn.k8s.podtemplates import CONTAINER_LISTS
 
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
 

@@ -14,9 +14,9 @@ from krmfn.functions.set_image.fields import (
     is_flux_kustomization,
     pod_images,
 )
-from krmfn.kobj import set_scalar
+from krmfn.k8s.kobj import set_scalar
 from krmfn.records import FrozenRecord
-from krmfn.results import Results
+from krmfn.sdk.results import Results
 
 
 class Resolved(FrozenRecord):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from krmfn import dependson
 from krmfn.functions.set_steps.assign import STEP
 from krmfn.functions.set_steps.config import SetStepsConfig, normalized_timeout
-from krmfn.kobj import Obj, annotations_of, ref_of, remove_annotation, set_annotation
-from krmfn.kustomize_names import final_name
-from krmfn.results import Results
-from krmfn.scopes import Scopes
+from krmfn.k8s import dependson
+from krmfn.k8s.kobj import Obj, annotations_of, ref_of, remove_annotation, set_annotation
+from krmfn.k8s.kustomize_names import final_name
+from krmfn.k8s.scopes import Scopes
+from krmfn.sdk.results import Results
 
 STEP_INDEX = "krmfn.dev/step-index"
 STEP_TIMEOUT = "krmfn.dev/step-timeout"

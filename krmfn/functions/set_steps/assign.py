@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from krmfn.functions.set_steps.config import SetStepsConfig, StepConfig
-from krmfn.kobj import Obj, annotations_of, is_local_config
-from krmfn.results import Results
-from krmfn.selector import matches_any
+from krmfn.k8s.kobj import Obj, annotations_of, is_local_config
+from krmfn.sdk.results import Results
+from krmfn.sdk.selector import matches_any
 
 STEP = "krmfn.dev/step"
 STEP_PIN = "krmfn.dev/step-pin"

@@ -2,7 +2,7 @@
 real cluster hangs:
 
 - an object that needs an object of a later step (a pod template's ConfigMap, an object's Namespace, a
-  custom resource's CRD): krmfn/ordering.py, shared with ``krmfn plan|apply|diff`` and ``krmfn export``;
+  custom resource's CRD): krmfn/k8s/ordering.py, shared with ``krmfn plan|apply|diff`` and ``krmfn export``;
 - a selector that matches nothing. After a ``kustomize build`` the names an object had before
   ``namePrefix``, ``nameSuffix`` or a generator's hash are gone, so a selector written against a base name
   (``name: db-migrate``) matches nothing in a pipe after the build, and its objects fall to the default
@@ -23,12 +23,12 @@ from dataclasses import replace
 
 from krmfn.functions.set_steps.assign import STEP_PIN
 from krmfn.functions.set_steps.config import SetStepsConfig, StepConfig
-from krmfn.kobj import Obj, annotations_of, is_local_config, labels_of, ref_of
-from krmfn.kustomize_names import name_before_hash, names_of
-from krmfn.ordering import misorders
-from krmfn.results import Results
-from krmfn.scopes import Scopes
-from krmfn.selector import JOB_BASE_NAME, Selector, matches_any
+from krmfn.k8s.kobj import Obj, annotations_of, is_local_config, labels_of, ref_of
+from krmfn.k8s.kustomize_names import name_before_hash, names_of
+from krmfn.k8s.ordering import misorders
+from krmfn.k8s.scopes import Scopes
+from krmfn.sdk.results import Results
+from krmfn.sdk.selector import JOB_BASE_NAME, Selector, matches_any
 
 NEAR_NAMES = 3
 SHOWN = 3

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from krmfn.kobj import Obj, annotations_of
-from krmfn.results import Results
+from krmfn.k8s.kobj import Obj, annotations_of
+from krmfn.sdk.results import Results
 
 VALUES = ("enabled", "disabled")
 # Each krmfn switch and the Flux Operator name that means the same thing.

@@ -24,8 +24,8 @@ from typing import Literal
 
 from krmfn.functions.set_steps.assign import STEP_PIN
 from krmfn.functions.set_steps.config import MAX_STEPS, SetStepsConfig, StepConfig
-from krmfn.kobj import Obj, annotations_of, is_local_config, ref_of
-from krmfn.results import Results
+from krmfn.k8s.kobj import Obj, annotations_of, is_local_config, ref_of
+from krmfn.sdk.results import Results
 from krmfn.terminal import cut
 
 Band = Literal["before", "after", "failure", "delete"]

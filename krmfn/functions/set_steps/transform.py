@@ -3,7 +3,7 @@ the runner's annotations, plus depends-on and sync waves for the other engines (
 
 from __future__ import annotations
 
-from krmfn import ResourceList, dependson
+from krmfn import ResourceList
 from krmfn.functions.set_steps import ordering, runner_annotations, tools
 from krmfn.functions.set_steps.annotate import (
     plan_depends_on,
@@ -13,9 +13,10 @@ from krmfn.functions.set_steps.annotate import (
 )
 from krmfn.functions.set_steps.assign import assign
 from krmfn.functions.set_steps.config import SetStepsConfig
-from krmfn.jobspec import ttl_warning
-from krmfn.kobj import is_local_config, set_annotation
-from krmfn.scopes import Scopes
+from krmfn.k8s import dependson
+from krmfn.k8s.jobspec import ttl_warning
+from krmfn.k8s.kobj import is_local_config, set_annotation
+from krmfn.k8s.scopes import Scopes
 
 APP = "krmfn.dev/app"
 """The app's name, which ``krmfn apply`` names its inventory after (docs/runner.md)."""

@@ -25,8 +25,8 @@ from krmfn.functions.validate_jobs.api_problems import (
     supported,
 )
 from krmfn.functions.validate_jobs.job_policies import pod_failure_policy, success_policy
-from krmfn.k8snames import is_label, is_subdomain
-from krmfn.podtemplates import TEMPLATE_CONTAINER_LISTS
+from krmfn.k8s.names import is_label, is_subdomain
+from krmfn.k8s.podtemplates import TEMPLATE_CONTAINER_LISTS
 
 RULE = "api-invalid"
 MAX_PARALLELISM_INDEXED = 100_000

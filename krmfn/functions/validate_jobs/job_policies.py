@@ -15,9 +15,9 @@ from krmfn.functions.validate_jobs.api_problems import (
     quoted,
     supported,
 )
-from krmfn.k8snames import is_subdomain
+from krmfn.k8s.names import is_subdomain
+from krmfn.k8s.podtemplates import TEMPLATE_CONTAINER_LISTS
 from krmfn.numbers import whole
-from krmfn.podtemplates import TEMPLATE_CONTAINER_LISTS
 
 MAX_POLICY_RULES = 20
 MAX_EXIT_CODES = 255

@@ -12,12 +12,12 @@ from krmfn.duration import SECOND, parse_duration
 from krmfn.functions.validate_jobs import api
 from krmfn.functions.validate_jobs.cron import ScheduleError, check_schedule
 from krmfn.functions.validate_jobs.timezones import zone_problem
-from krmfn.jobhash import name_hash, spec_hash
-from krmfn.jobtriggers import FIELD as HASH_FROM_FIELD
-from krmfn.jobtriggers import HASH_FROM, TriggerError, of_job
-from krmfn.k8snames import indexed_completions, name_findings
-from krmfn.kobj import Obj, annotations_of, get_path, ref_of
-from krmfn.kustomize_names import Names, as_built
+from krmfn.k8s.jobhash import name_hash, spec_hash
+from krmfn.k8s.jobtriggers import FIELD as HASH_FROM_FIELD
+from krmfn.k8s.jobtriggers import HASH_FROM, TriggerError, of_job
+from krmfn.k8s.kobj import Obj, annotations_of, get_path, ref_of
+from krmfn.k8s.kustomize_names import Names, as_built
+from krmfn.k8s.names import indexed_completions, name_findings
 from krmfn.records import FrozenRecord
 from krmfn.terminal import cut
 
@@ -123,7 +123,7 @@ def check(obj: Obj, names: Names | None = None, deployed: Names | None = None) -
 
 
 def _name(obj: Obj, kind: str) -> Iterator[Finding]:
-    """The API server's rule for the name (krmfn/k8snames.py, shared with hash-job-names)."""
+    """The API server's rule for the name (krmfn/k8s/names.py, shared with hash-job-names)."""
     name = get_path(obj, "metadata.name")
     if not isinstance(name, str) or not name:
         return  # generateName: the API server picks the name

@@ -5,8 +5,8 @@ from __future__ import annotations
 from krmfn import ResourceList
 from krmfn.functions.validate_jobs.config import ValidateJobsConfig
 from krmfn.functions.validate_jobs.rules import WORKLOAD_KINDS, check, hook_same_step, is_helm_hook, step_key
-from krmfn.kobj import Obj, is_local_config
-from krmfn.kustomize_names import Names
+from krmfn.k8s.kobj import Obj, is_local_config
+from krmfn.k8s.kustomize_names import Names
 
 KINDS = ("Job", "CronJob")
 

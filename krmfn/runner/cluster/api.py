@@ -50,7 +50,7 @@ class Resource:
 
 class UnsafePath(RunnerError):
     """A value that cannot be one segment of a REST path (``.``, ``..``, empty). The plan refuses such
-    names first (krmfn.names); this is the last guard, for values that come from the cluster."""
+    names first (krmfn.k8s.names); this is the last guard, for values that come from the cluster."""
 
 
 def segment(value: str) -> str:

@@ -15,8 +15,6 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from krmfn import interrupts
-from krmfn.cliargs import CommandParser
-from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import EXIT_INTERNAL, RunnerError
 from krmfn.numbers import whole
 from krmfn.runner.commands.context import RunContext, duration
@@ -27,6 +25,8 @@ from krmfn.runner.errors import InternalError, Interrupted, SourceError
 from krmfn.runner.events import Error
 from krmfn.runner.plan import check_applyset
 from krmfn.runner.source import kustomize_build, read_files
+from krmfn.sdk.cliargs import CommandParser
+from krmfn.sdk.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.terminal import cut, write_line, write_lines
 
 if TYPE_CHECKING:

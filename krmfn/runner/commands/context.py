@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from krmfn import interrupts
 from krmfn.duration import SECOND, parse_duration
+from krmfn.k8s.manifest_files import describe, no_objects
 from krmfn.runner.errors import SourceError
 from krmfn.runner.inventory.identity import Identity, identify
 from krmfn.runner.plan import Plan, build_plan, check_applyset
-from krmfn.stream import describe, no_objects
 
 if TYPE_CHECKING:
     from krmfn.net.budget import Budget

@@ -12,14 +12,14 @@ from types import FrameType
 from typing import Any
 
 from krmfn import interrupts
-from krmfn.cliargs import CommandParser
-from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import EXIT_INTERNAL, RunnerError
 from krmfn.net.budget import Budget
 from krmfn.runner.commands.context import duration
 from krmfn.runner.commands.printers import make_printer
 from krmfn.runner.engine.deleter import DeleteOptions, Deleter, DeleteResult
 from krmfn.runner.errors import InternalError, Interrupted, SourceError
+from krmfn.sdk.cliargs import CommandParser
+from krmfn.sdk.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.terminal import write_line
 
 __all__ = ["DeleteOptions", "DeleteResult", "Deleter", "main", "parser", "result_data", "summary_line"]

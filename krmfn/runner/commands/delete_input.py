@@ -17,7 +17,7 @@ from krmfn.runner.source import kustomize_build, read_files
 
 def read_render(args: argparse.Namespace) -> tuple[str, list[Any] | None]:
     """The inventory's name and the documents of the render (None: ``--applyset`` alone)."""
-    from krmfn.names import name_problem
+    from krmfn.k8s.names import name_problem
 
     docs: list[Any] | None = None
     directories: list[str] = []

@@ -17,15 +17,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from krmfn.cliargs import CommandParser
-from krmfn.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.errors import RunnerError
-from krmfn.kobj import annotations_of
+from krmfn.k8s.kobj import annotations_of
+from krmfn.k8s.step_grouping import STEP, UNSTEPPED, index_of
 from krmfn.runner.commands.context import RunContext, duration, interruptible
 from krmfn.runner.health.status import Health, health
 from krmfn.runner.inventory.applyset import TOOLING, Parent
 from krmfn.runner.inventory.runs import RunRecord, decode_plan
-from krmfn.steps import STEP, UNSTEPPED, index_of
+from krmfn.sdk.cliargs import CommandParser
+from krmfn.sdk.clihelp import INTERNAL_EXIT_CODE, epilog
 from krmfn.terminal import write_line, write_lines
 
 EXIT_UNHEALTHY = 1
@@ -154,7 +154,7 @@ def main(argv: list[str]) -> int:
 
 
 def _name(args: argparse.Namespace) -> str:
-    from krmfn.names import name_problem
+    from krmfn.k8s.names import name_problem
     from krmfn.runner.errors import SourceError
 
     if args.applyset is not None:

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from krmfn.podtemplates import CONTAINER_LISTS
+from krmfn.k8s.podtemplates import CONTAINER_LISTS
 from krmfn.yaml.io import dump_fast
 
 Action = Literal["create", "update", "delete", "unchanged"]

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from krmfn.kobj import annotations_of
-from krmfn.names import name_problem
+from krmfn.k8s.kobj import annotations_of
+from krmfn.k8s.names import name_problem
 from krmfn.runner.cluster.api import Api, Resource, call
 from krmfn.runner.engine import jobs
 from krmfn.runner.engine.diff import (

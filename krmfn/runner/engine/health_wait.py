@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any
 
 from krmfn.errors import RunnerError
-from krmfn.kobj import annotations_of
+from krmfn.k8s.kobj import annotations_of
 from krmfn.runner.cluster.api import Api, ApiStatusError, Resource, as_object_error, call
 from krmfn.runner.engine import joblogs, jobs
 from krmfn.runner.engine.bookkeeping import Bookkeeper

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from krmfn.kobj import annotations_of
+from krmfn.k8s.kobj import annotations_of
 from krmfn.runner.cluster.api import Api, Resource, call
 from krmfn.runner.engine import jobs
 from krmfn.runner.engine.applier import Applier, changed

@@ -9,10 +9,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from krmfn.jobhash import name_hash, spec_hash
-from krmfn.jobspec import digest, run_identity
-from krmfn.jobtriggers import HASH_FROM
-from krmfn.k8snames import JOB_NAME_MAX, trim_for_suffix
+from krmfn.k8s.jobhash import name_hash, spec_hash
+from krmfn.k8s.jobspec import digest, run_identity
+from krmfn.k8s.jobtriggers import HASH_FROM
+from krmfn.k8s.names import JOB_NAME_MAX, trim_for_suffix
 from krmfn.runner.errors import InvalidObject
 from krmfn.runner.health import podtrouble
 from krmfn.runner.inventory.applyset import JobRecord, Outcome, Parent
@@ -29,7 +29,7 @@ STUCK_REASONS = podtrouble.FAIL_FAST
 
 
 def run_hash(job: dict[str, Any]) -> str:
-    """sha256 of the spec without the fields the API server lets change on a live Job (krmfn/jobspec.py),
+    """sha256 of the spec without the fields the API server lets change on a live Job (krmfn/k8s/jobspec.py),
     canonical JSON. Stamped on the Job and kept in the inventory's record: equal hashes, the same run, so
     a Job deleted by its TTL is not run again when only its TTL (or another mutable field) changed."""
     return digest(run_identity(plain(job.get("spec") or {})), 32)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import cache, partial
 from typing import Any
 
-from krmfn.kobj import annotations_of, is_local_config
+from krmfn.k8s.kobj import annotations_of, is_local_config
 from krmfn.runner.errors import HealthCheckError, SourceError
 from krmfn.runner.health.celworker import (
     CompileError,

@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from krmfn.names import dns_subdomain_problem, kind_problem, namespace_problem
+from krmfn.k8s.names import dns_subdomain_problem, kind_problem, namespace_problem
 from krmfn.runner.errors import InventoryError
 from krmfn.runner.inventory.runs import RunRecord, parse_runs, render_runs
 from krmfn.runner.reserved import (

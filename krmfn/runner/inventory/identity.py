@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from krmfn.errors import InputError
-from krmfn.kobj import annotations_of, is_list_kind
-from krmfn.names import name_problem
+from krmfn.k8s.kobj import annotations_of, is_list_kind
+from krmfn.k8s.names import name_problem
 from krmfn.runner.errors import SourceError
 from krmfn.yaml.io import load_all_fast
 

@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from krmfn.errors import RunnerError
-from krmfn.kobj import annotations_of
+from krmfn.k8s.kobj import annotations_of
 from krmfn.runner.cluster.api import Api
 from krmfn.runner.errors import InventoryError, InventoryLocked, ObjectError
 from krmfn.runner.events import Event, Lock

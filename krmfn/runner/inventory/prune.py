@@ -11,14 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from krmfn.kobj import annotations_of, labels_of
-from krmfn.names import name_problem
+from krmfn.k8s.kobj import annotations_of, labels_of
+from krmfn.k8s.names import name_problem
+from krmfn.k8s.step_grouping import index_of
 from krmfn.runner.cluster.api import Api, NoSuchKind, Resource
 from krmfn.runner.errors import InventoryError, ObjectError
 from krmfn.runner.events import Event, Prune
 from krmfn.runner.inventory.applyset import ID_LABEL, PART_OF, Parent
 from krmfn.runner.plan import Key, Plan, key_of, kind_rank
-from krmfn.steps import index_of
 
 PRUNE = "krmfn.dev/prune"
 """``disabled`` on a member: never pruned when it leaves the rendered set (docs/annotations.md)."""

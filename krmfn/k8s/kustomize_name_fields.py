@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from krmfn.kobj import Obj
+from krmfn.k8s.kobj import Obj
 from krmfn.records import FrozenRecord
 
 

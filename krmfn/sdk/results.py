@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from krmfn.kobj import Obj, file_of, ref_of
+from krmfn.k8s.kobj import Obj, file_of, ref_of
 from krmfn.records import Record
 
 Severity = Literal["error", "warning", "info"]

@@ -6,10 +6,10 @@ import os
 from typing import Any
 
 from krmfn.errors import ResourceListError
-from krmfn.kobj import Obj, is_kustomization, is_list_kind, ref_of
+from krmfn.k8s.kobj import Obj, is_kustomization, is_list_kind, ref_of
 from krmfn.limits import Limits
 from krmfn.records import Record
-from krmfn.results import Results
+from krmfn.sdk.results import Results
 from krmfn.yaml import edit as yamledit
 from krmfn.yaml.edit import Source
 from krmfn.yaml.io import Mode, dump_all_fast, dump_fast, load_documents

@@ -1,5 +1,5 @@
 """A Job's triggers (``krmfn.dev/hash-from: image,configmap/db-schema``): what should run it again. One
-place, because three readers must agree byte for byte, as for the whole-spec hash (krmfn/jobhash.py):
+place, because three readers must agree byte for byte, as for the whole-spec hash (krmfn/k8s/jobhash.py):
 hash-job-names names the Job after its triggers, validate-jobs checks that the name still says them, and
 ``krmfn apply`` takes a live Job of that name, completed for the same triggers, as already run.
 
@@ -9,10 +9,10 @@ Triggers (a comma list; order, spaces around entries and case of nothing else ar
 - ``image``: every container image of the pod template, init containers included;
 - ``image:<container>``: one container's image;
 - ``configmap/<name>``, ``secret/<name>``: the content of a ConfigMap or Secret the pod template
-  references, hashed as set-config-checksum hashes it (krmfn/configdigest.py); ``<name>`` is the name
+  references, hashed as set-config-checksum hashes it (krmfn/k8s/configdigest.py); ``<name>`` is the name
   the reference was written with, and is found again after kustomize renamed the object (a namePrefix,
-  a nameSuffix, a generator's hash) the way the reference itself is resolved (krmfn/kustomize_names.py);
-- ``field:<path>``: the value at a field path of the spec (krmfn/triggerpaths.py).
+  a nameSuffix, a generator's hash) the way the reference itself is resolved (krmfn/k8s/kustomize_names.py);
+- ``field:<path>``: the value at a field path of the spec (krmfn/k8s/triggerpaths.py).
 
 The name's hash is sha256 over ``{"hashFrom": [[trigger, value], ...]}`` sorted by trigger, as sorted-key
 JSON; the runner's run hash is the same document at 32 characters, so a run is one set of trigger values.
@@ -22,14 +22,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from krmfn import triggerpaths
-from krmfn.jobhash import HASH_LENGTH, spec_identity
-from krmfn.jobspec import digest
-from krmfn.k8snames import is_label, is_subdomain
-from krmfn.kobj import Obj, annotations_of, ref_of
-from krmfn.kustomize_name_fields import CONFIGMAP, SECRET, rewritten_fields
-from krmfn.kustomize_names import Names, as_built, names_of
-from krmfn.podtemplates import TEMPLATE_CONTAINER_LISTS, PodTemplate, spec_refs
+from krmfn.k8s import triggerpaths
+from krmfn.k8s.jobhash import HASH_LENGTH, spec_identity
+from krmfn.k8s.jobspec import digest
+from krmfn.k8s.kobj import Obj, annotations_of, ref_of
+from krmfn.k8s.kustomize_name_fields import CONFIGMAP, SECRET, rewritten_fields
+from krmfn.k8s.kustomize_names import Names, as_built, names_of
+from krmfn.k8s.names import is_label, is_subdomain
+from krmfn.k8s.podtemplates import TEMPLATE_CONTAINER_LISTS, PodTemplate, spec_refs
 from krmfn.records import FrozenRecord
 
 HASH_FROM = "krmfn.dev/hash-from"
@@ -175,7 +175,7 @@ def referenced(job: Obj, kind: str, name: str, names: Names) -> Obj:
 
 
 def _value(job: Obj, built: dict[str, Any], trigger: Trigger, names: Names) -> Any:
-    from krmfn.configdigest import checksum  # only a configmap/secret trigger hashes content
+    from krmfn.k8s.configdigest import checksum  # only a configmap/secret trigger hashes content
 
     spec = built["spec"]
     if trigger.kind == "spec":
@@ -224,7 +224,7 @@ class Triggered(FrozenRecord):
 
 
 def hash_triggers(job: Obj, triggers: tuple[Trigger, ...], names: Names) -> Triggered:
-    """The hashes of ``triggers`` other than ``spec`` alone (whose hash is krmfn/jobhash.py's)."""
+    """The hashes of ``triggers`` other than ``spec`` alone (whose hash is krmfn/k8s/jobhash.py's)."""
     found = document(job, triggers, names)
     return Triggered(triggers, digest(found, HASH_LENGTH), digest(found, RUN_HASH_LENGTH))
 

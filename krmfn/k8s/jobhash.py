@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from krmfn.jobspec import digest, run_identity
-from krmfn.k8snames import JOB_NAME_MAX, trim_for_suffix
+from krmfn.k8s.jobspec import digest, run_identity
+from krmfn.k8s.names import JOB_NAME_MAX, trim_for_suffix
 from krmfn.yaml.io import plain
 
 MAX_NAME = JOB_NAME_MAX
@@ -52,16 +52,16 @@ def _without_name_labels(spec: dict[str, Any]) -> dict[str, Any]:
 
 def spec_identity(spec: Any) -> Any:
     """What of a spec names its Job: a plain copy without the fields the API server lets change on a live
-    Job (krmfn/jobspec.py) and without the labels the Job controller derives from the name."""
+    Job (krmfn/k8s/jobspec.py) and without the labels the Job controller derives from the name."""
     canonical = plain(spec) if isinstance(spec, dict) else {"spec": plain(spec)}
     return run_identity(_without_name_labels(canonical))
 
 
 def spec_hash(spec: Any) -> str:
     """First 8 hex characters of sha256 over the spec as sorted-key JSON of built-in types, without the
-    fields the API server lets change on a live Job (krmfn/jobspec.py): changing only those (a TTL, a
+    fields the API server lets change on a live Job (krmfn/k8s/jobspec.py): changing only those (a TTL, a
     deadline, ``suspend``) keeps the name, and the runner applies them in place instead of a new run.
-    A Job with ``krmfn.dev/hash-from`` triggers hashes those instead (krmfn/jobtriggers.py)."""
+    A Job with ``krmfn.dev/hash-from`` triggers hashes those instead (krmfn/k8s/jobtriggers.py)."""
     return digest(spec_identity(spec), HASH_LENGTH)
 
 

@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from krmfn import packagefs
 from krmfn.errors import KrmfnError, PipelineError
-from krmfn.kobj import Obj, annotations_of, is_kustomization, ref_of
-from krmfn.kpt_annotations import (
+from krmfn.k8s.kobj import Obj, annotations_of, is_kustomization, ref_of
+from krmfn.kpt import packagefs
+from krmfn.kpt.annotations import (
     I_PATH,
     SEQINDENT,
     annotate,
@@ -31,10 +31,10 @@ from krmfn.kpt_annotations import (
     seq_indent,
     strip,
 )
-from krmfn.kpt_layout import as_kpt_writes, laid_out_as_kpt_writes
+from krmfn.kpt.layout import as_kpt_writes, laid_out_as_kpt_writes
+from krmfn.kpt.packagefs import Parts, Tree, UnsafePackagePath
 from krmfn.limits import Limits
-from krmfn.packagefs import Parts, Tree, UnsafePackagePath
-from krmfn.resourcelist import item_problem
+from krmfn.sdk.resourcelist import item_problem
 from krmfn.yaml import edit as yamledit
 from krmfn.yaml.io import Mode, check_size, dump_fast, load_all_fast
 
@@ -53,7 +53,7 @@ class Package:
     sources: dict[str, yamledit.Source] = field(default_factory=dict)
     """Each file's text as read (fidelity mode), so write-back edits it instead of re-emitting it."""
     tree: Tree | None = None
-    """The files of the top package, every read and write of the tree goes through (krmfn.packagefs)."""
+    """The files of the top package, every read and write of the tree goes through (krmfn.kpt.packagefs)."""
     prefix: Parts = ()
     """Where this package sits in the tree: its directory's components below the top package."""
 
@@ -115,7 +115,7 @@ def _walk(
     """(path relative to the package, is a nested package) in Go's filepath.Walk order.
 
     Like kpt, .krmignore hides files and directories from this package's resources but not the nested
-    packages below an ignored directory. Listed through directory descriptors (krmfn.packagefs), so a
+    packages below an ignored directory. Listed through directory descriptors (krmfn.kpt.packagefs), so a
     directory swapped for a symlink after the listing is refused, never followed.
     """
     try:
@@ -188,7 +188,7 @@ class _Ignore:
 
 
 def _read_text(tree: Tree, parts: Parts, limits: Limits) -> str | None:
-    """A file's text, None when absent. Read by descriptor (krmfn.packagefs); at most 4 bytes a
+    """A file's text, None when absent. Read by descriptor (krmfn.kpt.packagefs); at most 4 bytes a
     character (UTF-8's most) of the input limit are read, check_size then counts characters."""
     path = Path(tree.root, *parts)
     try:
@@ -271,7 +271,7 @@ Warn = Callable[[str], None]
 def write(root: Package, items: list[Obj], mode: Mode, warn: Warn | None = None) -> list[Path]:
     """Write ``items`` back into the package tree; returns the files written or removed. Every target
     is checked before anything is written: inside the package root, through no symlink, a file the
-    reader would read; and each is then opened by that same checked path (krmfn.packagefs).
+    reader would read; and each is then opened by that same checked path (krmfn.kpt.packagefs).
 
     In fidelity mode a file whose objects were read from it is its own text with only the changes
     spliced in (see ``krmfn.yaml.edit``): untouched files and documents stay byte for byte. A

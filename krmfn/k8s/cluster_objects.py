@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from krmfn.kobj import is_list_kind
-from krmfn.names import api_version_problem, kind_problem, name_problem
+from krmfn.k8s.kobj import is_list_kind
+from krmfn.k8s.names import api_version_problem, kind_problem, name_problem
 
 
 def flatten(documents: Iterable[Any]) -> Iterator[Any]:

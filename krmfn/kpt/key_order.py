@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from krmfn.kobj import Obj, annotations_of
-from krmfn.kpt_annotations import IDS
+from krmfn.k8s.kobj import Obj, annotations_of
+from krmfn.kpt.annotations import IDS
 
 Shape = tuple[list[Any], dict[Any, "Shape"]] | list["Shape"] | None
 

@@ -9,7 +9,7 @@ implementation for set-steps (at render time), ``krmfn plan|apply|diff`` (krmfn/
 - an object in a namespace whose Namespace is applied in a later step (the API server refuses it);
 - a custom resource whose CustomResourceDefinition is applied in a later step (the kind is not served).
 
-References are resolved by krmfn/kustomize_names.py, the resolver set-config-checksum and hash-job-names
+References are resolved by krmfn/k8s/kustomize_names.py, the resolver set-config-checksum and hash-job-names
 use: inside a kustomize build a pod template still says ``web-config`` while the ConfigMap is already
 ``prod-web-config`` (a namePrefix) and will end as ``prod-web-config-<hash>`` (a generator); after the
 build every name is final and the same calls compare names as written.
@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from krmfn.kobj import Obj, get_path, ref_of
-from krmfn.kustomize_name_fields import CONFIGMAP, PVC, SECRET, SERVICE_ACCOUNT, Target, rewrites
-from krmfn.kustomize_names import Names
-from krmfn.podtemplates import pod_templates, pod_uses
-from krmfn.scopes import Scopes
+from krmfn.k8s.kobj import Obj, get_path, ref_of
+from krmfn.k8s.kustomize_name_fields import CONFIGMAP, PVC, SECRET, SERVICE_ACCOUNT, Target, rewrites
+from krmfn.k8s.kustomize_names import Names
+from krmfn.k8s.podtemplates import pod_templates, pod_uses
+from krmfn.k8s.scopes import Scopes
 
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
 NAMESPACE = Target("Namespace", "v1")

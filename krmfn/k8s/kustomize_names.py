@@ -34,8 +34,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from krmfn.kobj import Obj, annotations_of, ref_of
-from krmfn.kustomize_name_fields import Target, name_fields
+from krmfn.k8s.kobj import Obj, annotations_of, ref_of
+from krmfn.k8s.kustomize_name_fields import Target, name_fields
 from krmfn.records import FrozenRecord
 from krmfn.yaml.io import plain
 

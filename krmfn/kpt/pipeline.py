@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from krmfn.errors import DEBUG_ENV, KrmfnError, PipelineError
-from krmfn.function import Function
-from krmfn.resourcelist import ResourceList
-from krmfn.results import Result, Results
+from krmfn.sdk.function import Function
+from krmfn.sdk.resourcelist import ResourceList
+from krmfn.sdk.results import Result, Results
 
 # The combined function is not in the registry (it is not one of the chain's links), but a Kptfile
 # may name it like any other krmfn function.

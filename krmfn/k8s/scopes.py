@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from krmfn.kobj import Obj, get_path
+from krmfn.k8s.kobj import Obj, get_path
 
 # Built-in cluster-scoped kinds, by (group, kind). Anything else is namespaced unless a
 # CustomResourceDefinition in the input or the config says otherwise.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from krmfn.kobj import MAX_INDEX, Obj, annotations_of, is_kustomization, metadata
+from krmfn.k8s.kobj import MAX_INDEX, Obj, annotations_of, is_kustomization, metadata
 from krmfn.numbers import whole
 
 PATH = "config.kubernetes.io/path"

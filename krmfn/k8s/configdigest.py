@@ -1,6 +1,6 @@
 """The checksum of a set of ConfigMaps and Secrets: sha256 over one canonical JSON document. One place
 for it: set-config-checksum writes it on pod templates, and a Job's ``configmap/<name>`` and
-``secret/<name>`` triggers (krmfn/jobtriggers.py) hash the same content into the Job's name.
+``secret/<name>`` triggers (krmfn/k8s/jobtriggers.py) hash the same content into the Job's name.
 
 Each object counts by its kind and content only (not its name: see ``content``); entries are sorted and
 JSON keys are sorted, so neither the order of the references nor the order of keys in ``data`` changes
@@ -14,7 +14,7 @@ import base64
 import binascii
 from typing import Any
 
-from krmfn.kobj import Obj, ref_of
+from krmfn.k8s.kobj import Obj, ref_of
 from krmfn.yaml.io import plain
 
 PREFIX = "sha256:"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from krmfn.kobj import Obj, ref_of
+from krmfn.k8s.kobj import Obj, ref_of
 from krmfn.records import FrozenRecord
 
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")

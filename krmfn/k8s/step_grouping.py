@@ -29,7 +29,7 @@ from typing import Any
 
 from krmfn.duration import SECOND, parse_duration
 from krmfn.errors import InputError, KrmfnError
-from krmfn.kobj import Obj, annotations_of, ref_of
+from krmfn.k8s.kobj import Obj, annotations_of, ref_of
 from krmfn.numbers import whole
 from krmfn.terminal import cut
 

@@ -17,14 +17,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, NoReturn, TextIO, TypeVar
 
-from krmfn import config as cfg
-from krmfn.cliargs import Parser, UsageError
-from krmfn.clihelp import FUNCTION_EXIT_CODES, epilog
 from krmfn.errors import DEBUG_ENV, ConfigError, InputError, KrmfnError
 from krmfn.limits import Limits
 from krmfn.records import FrozenRecord
-from krmfn.resourcelist import ResourceList, choose_mode, parse, serialize, under_kpt
-from krmfn.results import Result
+from krmfn.sdk import config as cfg
+from krmfn.sdk.cliargs import Parser, UsageError
+from krmfn.sdk.clihelp import FUNCTION_EXIT_CODES, epilog
+from krmfn.sdk.resourcelist import ResourceList, choose_mode, parse, serialize, under_kpt
+from krmfn.sdk.results import Result
 from krmfn.shutdown import exit_now
 from krmfn.terminal import write_line
 from krmfn.yaml.io import load_documents
