@@ -13,13 +13,12 @@ connect.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from lightkube import Client
+from lightkube import ApiError, Client
 from lightkube.core.resource import GlobalResource
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import Deployment
@@ -35,6 +34,7 @@ from lightkube.resources.core_v1 import (
 )
 from lightkube.resources.policy_v1 import PodDisruptionBudget
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding, Role, RoleBinding
+from lightkube.types import OnErrorAction, OnErrorResult
 
 from .objects import meta
 from .patience import EVENT_WAIT
@@ -115,18 +115,19 @@ class Timeline:
         self.added: dict[str, int] = {}
         self.ready: dict[str, int] = {}
         self.uids: dict[str, str] = {}
+        self.errors: list[str] = []
         self._changed = threading.Condition()
         for kind in sorted(kinds):
             res = resource(kind)
             threading.Thread(target=self._watch, args=(client, kind, res, since), daemon=True).start()
 
     def _watch(self, client: Client, kind: str, res: Any, since: str) -> None:
-        with contextlib.suppress(Exception):  # the watch outlives its test: the cluster stops under it
-            events = (
-                client.watch(res, resource_version=since)
-                if cluster_scoped(kind)
-                else client.watch(res, namespace="*", resource_version=since)
-            )
+        events = (
+            client.watch(res, resource_version=since, on_error=self._on_error(kind))
+            if cluster_scoped(kind)
+            else client.watch(res, namespace="*", resource_version=since, on_error=self._on_error(kind))
+        )
+        try:
             for op, obj in events:
                 what = key(kind, meta(obj).namespace, meta(obj).name or "")
                 revision = int(meta(obj).resourceVersion or 0)
@@ -137,13 +138,30 @@ class Timeline:
                     if op in ("ADDED", "MODIFIED") and what in self.added and ready(obj):
                         self.ready.setdefault(what, revision)
                     self._changed.notify_all()
+        except Exception as err:
+            with self._changed:  # and if not, a failure says why nothing more was seen
+                self.errors.append(f"{kind} watch ended: {err!r}")
+
+    def _on_error(self, kind: str) -> Callable[[Exception, int], OnErrorResult]:
+        """A dropped watch resumes from the last revision it delivered (lightkube's retry), and says so in
+        a failure; one the server no longer holds the history of (410 Gone) stops: restarted from now, it
+        would report existing objects as created at the current revision."""
+
+        def handle(err: Exception, count: int) -> OnErrorResult:
+            with self._changed:
+                self.errors.append(f"{kind} watch: {err!r}")
+            gone = isinstance(err, ApiError) and err.status.code == 410
+            return OnErrorResult(OnErrorAction.STOP if gone or count > 20 else OnErrorAction.RETRY, sleep=0.5)
+
+        return handle
 
     def wait_ready(self, keys: Iterable[str]) -> None:
         """Until every one of ``keys`` has been seen created and ready (the watches may lag the apply)."""
         wanted = set(keys)
         with self._changed:
             done = self._changed.wait_for(lambda: wanted <= self.ready.keys(), EVENT_WAIT)
-            assert done, f"never seen ready on the cluster: {sorted(wanted - self.ready.keys())}"
+            missing = sorted(wanted - self.ready.keys())
+            assert done, f"never seen ready on the cluster: {missing}; watch errors: {self.errors}"
 
     def assert_in_order(self, groups: list[set[str]]) -> None:
         """Each group's objects all ready on the cluster before any object of the next group was created:
