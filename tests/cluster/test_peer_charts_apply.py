@@ -113,14 +113,16 @@ def apply_in_order(
     return out, timeline
 
 
-def assert_nothing_runs_again(apply: Apply, kube_client: Client, docs: list[Doc]) -> None:
-    """A second apply, nothing changed: no object created, recreated or re-run; every Job unchanged."""
+def assert_nothing_runs_again(apply: Apply, kube_client: Client, docs: list[Doc]) -> list[str]:
+    """A second apply, nothing changed: no object created, recreated or re-run; every Job unchanged (the
+    Jobs returned)."""
     before = live_uids(kube_client, docs)
     again = apply(docs, "--applyset", "peers")
     assert again.code == 0, (again.error, again.stderr)
     assert live_uids(kube_client, docs) == before
     jobs = [e for e in again.of("apply") if e["object"].startswith("Job.batch ")]
     assert all(e["action"] == "unchanged" for e in jobs), jobs
+    return [e["object"] for e in jobs]
 
 
 def test_gatekeepers_chart_installs_in_helms_order_on_the_cluster_and_runs_no_hook_twice(
@@ -155,7 +157,8 @@ def test_gatekeepers_chart_installs_in_helms_order_on_the_cluster_and_runs_no_ho
     assert max(timeline.ready[d] for d in deployments) < timeline.added[post]
     assert timeline.ready[post] > timeline.added[post]  # it ran: Complete after it was created
 
-    assert_nothing_runs_again(apply, kube_client, docs)
+    unchanged = assert_nothing_runs_again(apply, kube_client, docs)
+    assert sorted(unchanged) == sorted(f"Job.batch {j.split()[1]}" for j in (pre, post))
 
 
 @pytest.mark.parametrize(
