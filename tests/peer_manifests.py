@@ -1,5 +1,5 @@
 """The real charts and manifest sets of other tools that tests/test_peer_manifests.py and
-tests/cluster/test_peer_manifests_apply.py order through krmfn (issue 35), fetched by
+tests/cluster/test_peer_charts_apply.py order through krmfn (issue 35), fetched by
 scripts/fetch-peer-manifests.sh, and each tool's own documented order, computed from the annotations
 independently of krmfn's reader: Helm installs pre-install hooks by ascending weight, then the release,
 then post-install hooks by ascending weight (a pre-delete or test hook never runs at install); Argo CD
@@ -95,7 +95,7 @@ def grouped(ranked: dict[str, tuple[int, ...]]) -> list[set[str]]:
 
 def helm_install_order(docs: list[dict[str, Any]]) -> list[set[str]]:
     """Helm's install order: pre-install hooks by weight, the release, post-install hooks by weight."""
-    ranked = {}
+    ranked: dict[str, tuple[int, ...]] = {}
     for doc in docs:
         notes = notes_of(doc)
         events = {e.strip() for e in notes.get("helm.sh/hook", "").split(",") if e.strip()}
@@ -112,7 +112,7 @@ def helm_install_order(docs: list[dict[str, Any]]) -> list[set[str]]:
 
 def helm_pre_delete_order(docs: list[dict[str, Any]]) -> list[set[str]]:
     """Helm's uninstall order before the release is deleted: the pre-delete hooks by weight."""
-    ranked = {}
+    ranked: dict[str, tuple[int, ...]] = {}
     for doc in docs:
         notes = notes_of(doc)
         events = {e.strip() for e in notes.get("helm.sh/hook", "").split(",") if e.strip()}
@@ -123,7 +123,7 @@ def helm_pre_delete_order(docs: list[dict[str, Any]]) -> list[set[str]]:
 
 def argo_sync_order(docs: list[dict[str, Any]]) -> list[set[str]]:
     """Argo CD's sync order: by phase (PreSync, Sync, PostSync), then by ascending wave."""
-    ranked = {}
+    ranked: dict[str, tuple[int, ...]] = {}
     for doc in docs:
         notes = notes_of(doc)
         phase = ARGO_PHASES[notes.get("argocd.argoproj.io/hook", "Sync")]
@@ -131,10 +131,11 @@ def argo_sync_order(docs: list[dict[str, Any]]) -> list[set[str]]:
     return grouped(ranked)
 
 
-def gatekeeper(*values: str, namespace: str = "gatekeeper-system") -> str:
+def gatekeeper(*values: str, namespace: str = "gatekeeper-system", include_crds: bool = False) -> str:
     chart = peers() / GATEKEEPER
     assert (chart.parents[1] / "LICENSE").is_file(), "the chart's licence is not beside it"
     args = [tool("helm3"), "template", "gatekeeper", str(chart), "-n", namespace]
+    args += ["--include-crds"] if include_crds else []
     return run([*args, *(a for v in values for a in ("--set", v))]).stdout
 
 
