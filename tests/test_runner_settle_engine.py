@@ -187,3 +187,15 @@ def test_an_unchanged_deployment_whose_pods_held_by_the_servers_clock_skips_the_
     else:
         assert [s.state for s in statuses] == ["in-progress", "current"], statuses
         assert statuses[-1].message == "rolled out (1 available), held for 2s"
+
+
+def test_a_workload_that_wants_no_pods_has_nothing_to_settle() -> None:
+    """Argo CD's guestbook set has a Deployment with ``replicas: 0``: no pod is wanted, so no window (seen
+    on the control plane: 5 s for an unchanged one, up to 20 s for a new one, waiting for pods that never
+    come)."""
+    doc = web(**{"krmfn.dev/settle": "2s"})
+    doc["spec"]["replicas"] = 0
+    result, statuses = run(Kubelet([[]]), doc)
+    assert result.ok, result.error
+    assert [s.state for s in statuses] == ["current"], statuses
+    assert "settling" not in statuses[0].message and "held for" not in statuses[0].message

@@ -203,6 +203,8 @@ class HealthWait:
         if workloads.is_workload(t.key) and t.settled is None and t.live is not None:
             notes = annotations_of(t.live)
             window, now = window_of(notes), self.api.server_time() if t.unchanged else None
+            if (t.live.get("spec") or {}).get("replicas") == 0:
+                window = 0.0  # no pod is wanted: none can crash, nothing to hold (settle.py)
             held = now - timedelta(seconds=window) if now is not None else None
             t.settler = settle.Settler(window, budget_of(notes), held_before=held)
 

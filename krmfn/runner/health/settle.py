@@ -14,7 +14,8 @@ status rules (status.py), while a step waits:
    pods' containers restart at most N times in all during the wait (an app that crashes until its
    database is up); the N+1st restart fails the step. Without it, the first CrashLoopBackOff fails.
 3. **Settle window.** Once the status says rolled out, the step is done only after ``window`` seconds
-   (``krmfn.dev/settle``, a duration, default ``DEFAULT_WINDOW``; ``0s`` turns it off) in which every
+   (``krmfn.dev/settle``, a duration, default ``DEFAULT_WINDOW``; ``0s`` turns it off, as does
+   ``spec.replicas: 0``: no pod is wanted, none can crash) in which every
    pod of the current template stayed ready and no container restarted; a restart or an unready pod
    starts the window again, once the status is back to rolled out. It plays ``minReadySeconds``'s part
    for every workload, judged by the runner (a workload's own ``minReadySeconds`` still counts, in its
