@@ -1,4 +1,4 @@
-"""One staged deploy through three engines on the test control plane (a benchmark, not a test); prints a
+"""One staged deploy through five engines on the test control plane (a benchmark, not a test); prints a
 Markdown table.
 
     python bench/engines.py             # 5 rounds
@@ -16,11 +16,14 @@ The deploy is tests/testdata/export-staged-deploy rendered with kpt (set-steps w
   installed once, before the rounds);
 - Helm 3 (``helm upgrade --install --wait``) of a chart made of the same objects, the migration Job a
   ``pre-install,pre-upgrade`` hook and the warm-up Job a ``post-install,post-upgrade`` hook, as a Helm
-  chart writes a staged deploy (total = process start to exit); ``--upgrades`` also times a second
-  ``helm upgrade`` and a second ``krmfn apply`` with nothing changed (Helm runs both hooks again).
+  chart writes a staged deploy (total = process start to exit);
+- kapp v0.66.0 (``kapp deploy --yes``) of the same objects, krmfn's steps written as kapp change groups
+  and ``upsert after upserting`` rules (tests/cluster/engines.kapp_package; total = process start to
+  exit). ``--upgrades`` also times a second ``helm upgrade``, ``kapp deploy`` and ``krmfn apply`` with
+  nothing changed (Helm runs both hooks again).
 
 ``--scale 1000,10000`` times instead one step of that many ConfigMaps (no Jobs) through ``krmfn apply``,
-``kpt live apply`` and Helm, each into a fresh namespace (the Flux Operator is left out: a ResourceSet
+``kpt live apply``, Helm and kapp, each into a fresh namespace (the Flux Operator is left out: a ResourceSet
 holds its objects inline, in one object under etcd's 1.5 MiB). Each total is process start to exit, with
 the client's CPU (user + system of the tool and its children) and peak RSS from ``wait4``.
 
@@ -53,6 +56,8 @@ from cluster.engines import (  # noqa: E402
     PLACEHOLDER,
     ResourceSet,
     export_resourceset,
+    kapp_deploy,
+    kapp_package,
     kpt,
     render,
     run,
@@ -64,7 +69,7 @@ from lightkube.resources.apps_v1 import Deployment  # noqa: E402
 from lightkube.resources.batch_v1 import Job  # noqa: E402
 from lightkube.resources.core_v1 import ConfigMap, Service  # noqa: E402
 
-ENGINES = ("krmfn apply", "Flux Operator", "kpt live apply", "Helm upgrade")
+ENGINES = ("krmfn apply", "Flux Operator", "kpt live apply", "Helm upgrade", "kapp deploy")
 HOOKS = {"db-migration.yaml": "pre-install,pre-upgrade", "cache-warmup.yaml": "post-install,post-upgrade"}
 """The Helm chart's hooks: which of the package's files become which hook."""
 # (the object that makes the step healthy, the objects of the next step)
@@ -218,15 +223,28 @@ def helm_upgrade(cluster: Cluster, package: Path, namespace: str) -> float:
     return time.perf_counter() - start
 
 
+def kapp(cluster: Cluster, package: Path, namespace: str) -> float:
+    app = package.parent / f"{package.name}-kapp"
+    if not app.exists():
+        kapp_package(package)
+    start = time.perf_counter()
+    done = kapp_deploy(app, "app", namespace, cluster.kubeconfig)
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"kapp deploy exited {done.returncode}: {done.stderr or done.stdout}")
+    return took
+
+
 RUNNERS: dict[str, Callable[[Cluster, Path, str], float]] = {
     "krmfn apply": krmfn_apply,
     "Flux Operator": flux_operator,
     "kpt live apply": kpt_live,
     "Helm upgrade": helm_upgrade,
+    "kapp deploy": kapp,
 }
 
 
-AGAIN = ("krmfn apply", "Helm upgrade")
+AGAIN = ("krmfn apply", "Helm upgrade", "kapp deploy")
 """The engines ``--upgrades`` runs a second time on the same namespace with nothing changed."""
 Results = dict[str, tuple[list[float], list[list[float]]]]
 
@@ -278,7 +296,7 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms" if abs(seconds) < 1 else f"{seconds:.2f} s"
 
 
-SCALE_ENGINES = ("krmfn apply", "kpt live apply", "Helm upgrade")
+SCALE_ENGINES = ("krmfn apply", "kpt live apply", "Helm upgrade", "kapp deploy")
 
 
 def configmaps(workdir: Path, namespace: str, count: int) -> Path:
@@ -336,6 +354,9 @@ def scale_run(cluster: Cluster, engine: str, package: Path, namespace: str) -> t
     if engine == "kpt live apply":
         run([kpt(), "live", "init", "--namespace", namespace], package, kubeconfig)
         return timed([kpt(), "live", "apply", "--reconcile-timeout", "5m"], package, kubeconfig)
+    if engine == "kapp deploy":
+        kapp_args = ["deploy", "-a", "configmaps", "-n", namespace, "-f", str(package), "--yes"]
+        return timed([tool("kapp"), *kapp_args, "--tty=false", "--wait-timeout", "10m"], package, kubeconfig)
     chart = package.parent / f"{package.name}-chart"
     helm = [tool("helm3"), "upgrade", "--install", "app", str(chart), "--namespace", namespace]
     return timed([*helm, "--wait", "--timeout", "10m", "--kubeconfig", str(kubeconfig)], package, kubeconfig)

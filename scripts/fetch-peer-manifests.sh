@@ -4,10 +4,11 @@
 # fetched here, never copied into this repository; each keeps its licence files beside it):
 #   gatekeeper-v3.23.1/  the Gatekeeper Helm chart (charts/gatekeeper; Apache-2.0, LICENSE and NOTICE)
 #   argo-cd-v3.5.7/      Argo CD's end-to-end sync-wave and hook sets (test/e2e/testdata; Apache-2.0)
+#   kapp-v0.66.0/        kapp's change-group example (examples/resource-ordering; Apache-2.0)
 # `go mod download` checks each module zip against the checksum database, as for any module; the pinned
 # h1: sums below must match too, so a changed or substituted module fails here, not in a test.
 # Argo CD 3.5.7, not 3.6: 3.6's go.mod asks for Go 1.27, and go mod download refuses it on Go 1.26.
-# kapp is not here: no registry this project reaches serves carvel.dev/kapp or a kapp-annotated set.
+# kapp by its exact version: the proxy refuses carvel.dev/kapp's version list, but serves v0.66.0.
 # Prints the peers directory.
 set -euo pipefail
 . "$(dirname "$0")/cache-env.sh"
@@ -47,4 +48,6 @@ fetch argo-cd github.com/argoproj/argo-cd/v3 v3.5.7 \
   "h1:Xm1BF+I5OgDKUG3SDK49vn2/Y5AMyaNVko+/JT08gj0=" \
   test/e2e/testdata/sync-waves test/e2e/testdata/syncwaves-prune-order test/e2e/testdata/hook-custom-health \
   test/e2e/testdata/guestbook test/e2e/testdata/multi-namespace-hook
+fetch kapp carvel.dev/kapp v0.66.0 "h1:IMSLPHVolKhgE15Tfyhg6znlqOIf6RHldjB2qmynxwY=" \
+  examples/resource-ordering
 echo "$peers"

@@ -18,6 +18,8 @@ export KRMFN_CLUSTER_BIN
 bash tests/cluster/build-flux-operator.sh >/dev/null
 # Helm 3 and 4 for tests/test_helm.py (Apache-2.0, built into the cache as test tools).
 bash tests/cluster/build-helm.sh >/dev/null
+# kapp for tests/cluster/test_side_by_side_kapp.py and bench/engines.py (Apache-2.0, a test tool too).
+bash tests/cluster/build-kapp.sh >/dev/null
 bash scripts/fetch-resourceset-crd.sh >/dev/null  # the export tests' Flux Operator CRD, into the cache
 bash scripts/fetch-peer-manifests.sh >/dev/null  # Gatekeeper's chart, Argo CD's sets: tests/test_peer_manifests.py
 # A real OCI registry for set-image's registry lookups (Debian's docker-registry package).

@@ -3,7 +3,9 @@ tests/cluster/test_peer_charts_apply.py order through krmfn (issue 35), fetched 
 scripts/fetch-peer-manifests.sh, and each tool's own documented order, computed from the annotations
 independently of krmfn's reader: Helm installs pre-install hooks by ascending weight, then the release,
 then post-install hooks by ascending weight (a pre-delete or test hook never runs at install); Argo CD
-syncs by phase (PreSync, Sync, PostSync) and, within a phase, by ascending wave."""
+syncs by phase (PreSync, Sync, PostSync) and, within a phase, by ascending wave; kapp upserts an object
+with ``change-rule: upsert after upserting G`` once every object of change group G is upserted and
+reconciled, and every other object at once."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from krmfn.yaml.io import load_all_fast
 BIN = Path(sys.executable).parent
 GATEKEEPER = "gatekeeper-v3.23.1/charts/gatekeeper"
 ARGO = "argo-cd-v3.5.7/test/e2e/testdata"
+KAPP = "kapp-v0.66.0/examples"
 ARGO_PHASES = {"PreSync": 0, "Sync": 1, "PostSync": 2}
 SET_STEPS = """\
 apiVersion: fn.krmfn.dev/v1alpha1
@@ -146,3 +149,38 @@ def argo_set(name: str) -> str:
     if (directory / "kustomization.yaml").exists():
         return run([tool("kustomize"), "build", str(directory)]).stdout
     return "\n---\n".join(p.read_text() for p in sorted(directory.glob("*.yaml")))
+
+
+def kapp_change_order(docs: list[dict[str, Any]]) -> list[set[str]]:
+    """kapp's order: an object waits for every member of each group its ``upsert after upserting`` rules
+    name (``change-group`` and ``change-rule`` and their ``.<suffix>`` forms), so its rank is one more than
+    the highest rank among them; an object with no such rule is upserted at once (rank 0)."""
+
+    def values(doc: dict[str, Any], prefix: str) -> list[str]:
+        return [v for k, v in notes_of(doc).items() if k == prefix or k.startswith(f"{prefix}.")]
+
+    groups: dict[str, list[str]] = {}
+    for doc in docs:
+        for group in values(doc, "kapp.k14s.io/change-group"):
+            groups.setdefault(group, []).append(key(doc))
+    after = {
+        key(doc): [
+            member
+            for rule in values(doc, "kapp.k14s.io/change-rule")
+            if rule.startswith("upsert after upserting ")
+            for member in groups.get(rule.split()[-1], [])
+        ]
+        for doc in docs
+    }
+
+    @functools.cache
+    def rank(name: str) -> int:
+        return 1 + max((rank(m) for m in after[name] if m != name), default=-1)
+
+    return grouped({name: (rank(name),) for name in after})
+
+
+def kapp_set(name: str) -> str:
+    root = peers() / KAPP
+    assert (root.parent / "LICENSE").is_file(), "kapp's licence is not beside its examples"
+    return "\n---\n".join(p.read_text() for p in sorted((root / name).glob("*.yml")))

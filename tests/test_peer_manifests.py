@@ -1,13 +1,15 @@
 """Real charts and manifest sets of other tools ordered through set-steps' ``orderFrom`` (issue 35): the
 Gatekeeper Helm chart (v3.23.1, rendered by ``helm template`` with Helm 3) under ``orderFrom: helm``,
-and Argo CD's own end-to-end sync-wave and hook sets (v3.5.7) under ``orderFrom: argocd``. Both are
+Argo CD's own end-to-end sync-wave and hook sets (v3.5.7) under ``orderFrom: argocd``, and kapp's
+change-group example (v0.66.0, examples/resource-ordering) under ``orderFrom: kapp``. All are
 fetched from the Go module proxy into the cache by scripts/fetch-peer-manifests.sh (checksums pinned,
 licence files beside them), never copied into this repository; a missing Go, Helm or kustomize fails.
 
 Each expected order is computed here from the objects' annotations by the tool's own documented rule,
 independently of krmfn's reader: Helm installs pre-install hooks by ascending weight, then the release,
 then post-install hooks by ascending weight (and never runs a pre-delete hook at install); Argo CD syncs
-by phase (PreSync, Sync, PostSync) and, within a phase, by ascending wave. krmfn's steps must group the
+by phase (PreSync, Sync, PostSync) and, within a phase, by ascending wave; kapp upserts an object after
+every member of the change groups its ``upsert after upserting`` rules name. krmfn's steps must group the
 objects exactly so, in that order.
 """
 
@@ -23,6 +25,8 @@ from peer_manifests import (
     gatekeeper,
     helm_install_order,
     helm_pre_delete_order,
+    kapp_change_order,
+    kapp_set,
     key,
     krmfn_steps,
     notes_of,
@@ -77,3 +81,24 @@ def test_argo_cds_sets_sync_in_argo_cds_order(name: str, steps: list[str], tmp_p
     found = krmfn_steps(out.stdout)
     assert [objects for _, objects in found] == argo_sync_order(docs_of(stream))
     assert [step for step, _ in found] == steps
+
+
+def test_kapps_resource_ordering_example_upserts_in_kapps_order(tmp_path: Path) -> None:
+    stream = kapp_set("resource-ordering")
+    docs = docs_of(stream)
+    expected = kapp_change_order(docs)
+    # The set as it is (kapp's README shows this order), so that a change of the fetched set cannot
+    # empty the test: the replica's Service has no rule and goes with the primary.
+    assert expected == [
+        {
+            "Service default/redis-primary",
+            "Deployment default/redis-primary",
+            "Service default/redis-replica",
+        },
+        {"Deployment default/redis-replica"},
+        {"Job default/sync-check"},
+    ]
+    out = set_steps("kapp", stream, tmp_path)
+    found = krmfn_steps(out.stdout)
+    assert [objects for _, objects in found] == expected
+    assert [step for step, _ in found] == ["deploy", "kapp-after-1", "kapp-after-2"]

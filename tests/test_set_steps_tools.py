@@ -348,6 +348,14 @@ def kapp_placeholder() -> None:
     assert "{crd-kind}" in out.one("warning", "a", "kapp.k14s.io/change-group")
 
 
+def kapp_nonce() -> None:
+    items = [kapp("check", "g", **{"kapp.k14s.io/nonce": ""}), kapp("app", "g", kind="Deployment")]
+    out = run("kapp", items)
+    assert out.order() == [["app", "check"]]
+    assert "only when its spec" in out.one("info", "check", "kapp.k14s.io/nonce")
+    assert out.messages("warning") == []
+
+
 def kapp_cycle() -> None:
     items = [
         kapp("a", "ga", "upsert after upserting gb"),

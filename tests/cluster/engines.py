@@ -1,7 +1,8 @@
 """The staged deploy handed to other engines: rendering the test package, exporting it as a ResourceSet,
-applying it with kpt live or the Flux Operator, and reading the operator's status.
+applying it with kpt live, kapp or the Flux Operator, and reading the operator's status.
 
-Shared by tests/cluster/test_export_engines.py, test_flux_operator.py and bench/engines.py.
+Shared by tests/cluster/test_export_engines.py, test_flux_operator.py, test_side_by_side_kapp.py and
+bench/engines.py.
 
     package = render(tmp_path, namespace)                  # kpt fn render of tests/testdata/...
     rset = export_resourceset(package, namespace, tmp_path)  # krmfn export resourceset, as a dict
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from e2e import tool
 from lightkube import Client
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.types import PatchType
@@ -104,6 +106,48 @@ def kpt_live_apply(package: Path, namespace: str, kubeconfig: Path) -> list[dict
         kubeconfig,
     )
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+KAPP_GROUP = "kapp.k14s.io/change-group"
+KAPP_RULE = "kapp.k14s.io/change-rule"
+
+
+def kapp_package(package: Path) -> Path:
+    """The rendered package as kapp would be given it, beside it: the Kptfile and local-config objects left
+    out, and krmfn's steps written as kapp change groups (each object in the group ``krmfn.dev/<step>``,
+    and every object of a later step ``upsert after upserting`` the step before), the way a kapp user
+    orders a staged deploy."""
+    target = package.parent / f"{package.name}-kapp"
+    target.mkdir()
+    docs = [d for f in sorted(package.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d]
+    docs = [
+        d
+        for d in docs
+        if d.get("kind") != "Kptfile"
+        and "config.kubernetes.io/local-config" not in (d["metadata"].get("annotations") or {})
+    ]
+    steps: dict[int, str] = {}
+    for doc in docs:
+        notes = doc["metadata"]["annotations"]
+        steps[int(notes["krmfn.dev/step-index"])] = notes["krmfn.dev/step"]
+    order = [steps[i] for i in sorted(steps)]
+    for doc in docs:
+        notes = doc["metadata"]["annotations"]
+        notes[KAPP_GROUP] = f"krmfn.dev/{notes['krmfn.dev/step']}"
+        position = order.index(notes["krmfn.dev/step"])
+        if position:
+            notes[KAPP_RULE] = f"upsert after upserting krmfn.dev/{order[position - 1]}"
+    (target / "app.yaml").write_text(yaml.safe_dump_all(docs))
+    return target
+
+
+def kapp_deploy(app: Path, name: str, namespace: str, kubeconfig: Path) -> subprocess.CompletedProcess[str]:
+    """``kapp deploy -a name -f app --yes`` (kapp waits for each change to reconcile: a Job to complete, a
+    Deployment's replicas available); the app's record lives in ``namespace``. Not checked: the caller
+    reads the exit code."""
+    args = [tool("kapp"), "deploy", "-a", name, "-n", namespace, "-f", str(app), "--yes", "--tty=false",
+            "--wait-timeout", "5m", "--kubeconfig", str(kubeconfig)]  # fmt: skip
+    return subprocess.run(args, capture_output=True, text=True, timeout=600, check=False)
 
 
 def condition(rset: dict[str, Any], kind: str = "Ready") -> dict[str, Any]:

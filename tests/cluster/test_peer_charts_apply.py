@@ -1,7 +1,8 @@
 """Real charts and manifest sets of other tools applied by ``krmfn apply`` on the test control plane in
 their tools' order (issue 35), observed on the cluster, not in the plan: Gatekeeper's Helm chart (v3.23.1,
 ``helm template --include-crds`` with Helm 3) through ``krmfn-render`` with ``orderFrom: helm``, and
-Argo CD's own end-to-end sync-wave and hook sets (v3.5.7) with ``orderFrom: argocd``. They are fetched by
+Argo CD's own end-to-end sync-wave and hook sets (v3.5.7) with ``orderFrom: argocd``, and kapp's
+change-group example (v0.66.0, examples/resource-ordering) with ``orderFrom: kapp``. They are fetched by
 scripts/fetch-peer-manifests.sh into the cache (tests/peer_manifests.py); if they cannot be, every test
 here fails.
 
@@ -37,6 +38,8 @@ from peer_manifests import (
     docs_of,
     gatekeeper,
     helm_install_order,
+    kapp_change_order,
+    kapp_set,
     key,
     notes_of,
     run,
@@ -224,3 +227,25 @@ def test_argo_cds_sets_sync_in_argo_cds_order_on_the_cluster_and_no_hook_runs_tw
     if name == "multi-namespace-hook":  # the PostSync hook Pod of the other namespace ran there, once
         pod = kube_client.get(resource("Pod"), "my-hook", namespace="test-multi-ns-hook-second")
         assert meta(pod).namespace == "test-multi-ns-hook-second"
+
+
+def test_kapps_resource_ordering_example_deploys_in_kapps_order_on_the_cluster_and_runs_no_job_twice(
+    *, apply: Apply, kube_client: Client, namespace: str, tmp_path: Path, cleanup: list[Doc], watcher: Client
+) -> None:
+    docs = rendered("kapp", kapp_set("resource-ordering"), tmp_path, namespace)
+    cleanup.extend(docs)
+    expected = kapp_change_order(docs)
+    names = [{k.split()[0] + " " + k.rsplit("/", 1)[1] for k in group} for group in expected]
+    (job,) = [key(d) for d in docs if d["kind"] == "Job"]
+    assert names[:2] == [
+        {"Service redis-primary", "Deployment redis-primary", "Service redis-replica"},
+        {"Deployment redis-replica"},
+    ]
+    assert expected[2] == {job} and len(expected) == 3
+
+    out, timeline = apply_in_order(apply, watcher, namespace, docs, expected)
+
+    assert [step for step, _ in out.step_results()] == ["deploy", "kapp-after-1", "kapp-after-2"]
+    assert timeline.ready[job] > timeline.added[job]  # the sync check ran: Complete after it was created
+    # kapp fills its nonce anew at each deploy and so re-runs the check every time; krmfn does not
+    assert assert_nothing_runs_again(apply, kube_client, docs) == [f"Job.batch {job.split()[1]}"]

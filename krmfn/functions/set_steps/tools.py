@@ -37,6 +37,7 @@ ARGO_HOOK = "argocd.argoproj.io/hook"
 ARGO_WAVE = "argocd.argoproj.io/sync-wave"
 KAPP_GROUP = "kapp.k14s.io/change-group"
 KAPP_RULE = "kapp.k14s.io/change-rule"
+KAPP_NONCE = "kapp.k14s.io/nonce"
 
 GENERATED_TIMEOUT = "5m"
 """The generated steps' timeout: Helm's default ``--timeout``, which it gives each hook."""
@@ -353,6 +354,15 @@ def _expand(obj: Obj, name: str, text: str, results: Results) -> str | None:
 def _kapp(objects: list[Obj], slots: dict[int, Slot], results: Results) -> None:
     members: dict[str, list[int]] = {}
     for index, obj in enumerate(objects):
+        if KAPP_NONCE in annotations_of(obj):
+            # kapp writes a new value into it at every deploy, so the object is updated (a Job re-created,
+            # with fallback-on-replace) every time; a user coming from kapp relies on that re-run.
+            results.info(
+                f"annotation {KAPP_NONCE}: kapp re-creates this object at every deploy; krmfn runs a Job "
+                "again only when its spec (or its krmfn.dev/hash-from triggers) change",
+                obj,
+                field=f"metadata.annotations.{KAPP_NONCE}",
+            )
         for name, text in _kapp_names(obj, KAPP_GROUP, results):
             group = _expand(obj, name, text, results)
             if group is not None:
