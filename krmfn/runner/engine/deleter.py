@@ -15,13 +15,12 @@ as ``kubectl delete --ignore-not-found``, so a teardown script can run twice.
 
 from __future__ import annotations
 
-import os
 import queue
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import krmfn
-from krmfn.errors import DEBUG_ENV, RunnerError
+from krmfn.errors import RunnerError
 from krmfn.net.budget import Budget
 from krmfn.runner.cluster.api import Api, ApiStatusError, Resource, as_object_error, call
 from krmfn.runner.engine.delete import (
@@ -36,7 +35,7 @@ from krmfn.runner.engine.delete_steps import DeleteStepsRunner, steps_to_run
 from krmfn.runner.engine.options import POLL, Clock, SystemClock
 from krmfn.runner.engine.options import Options as ApplyOptions
 from krmfn.runner.engine.waiter import Watched, Watcher
-from krmfn.runner.errors import InternalError, Interrupted, RunTimeout
+from krmfn.runner.errors import Interrupted, RunTimeout
 from krmfn.runner.events import Delete, Error, Event, Status, StepDone, StepStart, Wait
 from krmfn.runner.inventory.applyset import Parent
 from krmfn.runner.inventory.inventory import Inventory
@@ -122,20 +121,12 @@ class Deleter:
         if self.options.timeout > 0:
             self._deadline = started + self.options.timeout
         try:
-            try:
-                self._run(result)
-            except RunnerError as err:
-                self._runlog.end(err, self._step[1] if self._step else None)
-                raise
-            except Exception as err:  # a bug: still a failure, recorded, the lock released
-                internal = InternalError(err, self._during)
-                self._runlog.end(internal, self._step[1] if self._step else None)
-                if os.environ.get(DEBUG_ENV):
-                    raise
-                raise internal from err
-            finally:
-                if self._inventory is not None:
-                    self._inventory.abandon(self._parent if self._runlog.record is not None else None)
+            self._runlog.ends(
+                lambda: self._run(result),
+                failed_step=lambda: self._step[1] if self._step else None,
+                during=lambda: self._during,
+                release=self._release,
+            )
             result.ok = True
         except RunnerError as err:
             result.error = err
@@ -146,6 +137,10 @@ class Deleter:
                 result.failed_step_index, result.failed_step = step
         result.elapsed = self.clock.monotonic() - started
         return result
+
+    def _release(self) -> None:
+        if self._inventory is not None:
+            self._inventory.abandon(self._parent if self._runlog.record is not None else None)
 
     # --- the sequence ------------------------------------------------------------------------------------
 

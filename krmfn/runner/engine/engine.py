@@ -12,13 +12,12 @@ until its last inventory write (lock.py says why there, inventory.py how the wri
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 
-from krmfn.errors import DEBUG_ENV, RunnerError
+from krmfn.errors import RunnerError
 from krmfn.net.budget import Budget
 from krmfn.runner.cluster.api import Api, call
 from krmfn.runner.engine import jobs
@@ -32,7 +31,6 @@ from krmfn.runner.engine.options import POLL, Clock, Options, Result, SystemCloc
 from krmfn.runner.engine.parallel import groups, in_order
 from krmfn.runner.engine.tracked import Tracked, Waiting
 from krmfn.runner.errors import (
-    InternalError,
     Interrupted,
     InvalidObject,
     ObjectError,
@@ -104,19 +102,12 @@ class Runner:
         if self.options.timeout > 0:
             self._deadline = started + self.options.timeout
         try:
-            try:
-                self._run(plan, result)
-            except RunnerError as err:
-                self._runlog.end(err, self._failed_step(plan))
-                raise
-            except Exception as err:  # a bug: the run still ends as a failure, recorded, its lock released
-                internal = InternalError(err, self._during)
-                self._runlog.end(internal, self._failed_step(plan))
-                if os.environ.get(DEBUG_ENV):
-                    raise
-                raise internal from err
-            finally:
-                self._book.abandon()
+            self._runlog.ends(
+                partial(self._run, plan, result),
+                failed_step=partial(self._failed_step, plan),
+                during=lambda: self._during,
+                release=self._book.abandon,
+            )
             result.ok = True
         except RunnerError as err:
             result.error = err

@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from krmfn.errors import RunnerError
+from krmfn.errors import DEBUG_ENV, RunnerError
 from krmfn.numbers import whole
 from krmfn.runner.cluster.api import parse_json
-from krmfn.runner.errors import Interrupted, RunTimeout, StepTimeout
+from krmfn.runner.errors import InternalError, Interrupted, RunTimeout, StepTimeout
 from krmfn.runner.events import Event, StepDone
 from krmfn.terminal import cut
 
@@ -257,6 +257,31 @@ class RunLog:
     def went_on(self, step: str) -> None:
         """The step timed out and, by its ``onTimeout: continue``, the run goes on."""
         self._went_on.append(step)
+
+    def ends(
+        self,
+        body: Callable[[], None],
+        *,
+        failed_step: Callable[[], str | None],
+        during: Callable[[], str],
+        release: Callable[[], None],
+    ) -> None:
+        """Runs ``body``, a whole apply or delete: a runner error, or a bug (then an InternalError, exit
+        70, unless KRMFN_DEBUG asks for its traceback), ends the record with the step it stopped in, and
+        ``release`` (the lock) runs whatever happened. A run that succeeds is ended by ``body`` itself."""
+        try:
+            body()
+        except RunnerError as err:
+            self.end(err, failed_step())
+            raise
+        except Exception as err:  # a bug: the run still ends as a failure, recorded, its lock released
+            internal = InternalError(err, during())
+            self.end(internal, failed_step())
+            if os.environ.get(DEBUG_ENV):
+                raise
+            raise internal from err
+        finally:
+            release()
 
     def end(self, error: RunnerError | None, failed_step: str | None) -> None:
         record = self.record
