@@ -29,7 +29,7 @@ from krmfn.duration import parse_duration
 from krmfn.functions.set_image.semver import SemverError, parse_constraint, parse_version
 from krmfn.functions.validate_jobs import FUNCTION as VALIDATE_JOBS
 from krmfn.k8s import kobj
-from krmfn.k8s.step_grouping import STEP_INDEX, STEP_TIMEOUT
+from krmfn.k8s.annotations import STEP_INDEX, STEP_TIMEOUT
 from krmfn.kpt import annotations as kpt_annotations
 from krmfn.net.answers import framing_of
 from krmfn.net.errors import Malformed

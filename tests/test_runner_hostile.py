@@ -25,7 +25,7 @@ from fake_kube import FakeApi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from krmfn.k8s.step_grouping import STEP
+from krmfn.k8s.annotations import STEP
 from krmfn.runner.cluster.api import LOG_LIMIT_BYTES
 from krmfn.runner.commands import diff_cmd
 from krmfn.runner.commands.printers import JsonPrinter, PlainPrinter, TtyPrinter

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from krmfn.errors import InputError, KrmfnError
+from krmfn.k8s import annotations as names
 from krmfn.k8s import step_grouping as steps
 
-IDX, NAME, TIMEOUT, WAIT = steps.STEP_INDEX, steps.STEP, steps.STEP_TIMEOUT, steps.WAIT
+IDX, NAME, TIMEOUT, WAIT = names.STEP_INDEX, names.STEP, names.STEP_TIMEOUT, names.WAIT
 Group = list[tuple[int | None, str, str | None, list[str]]]
 
 

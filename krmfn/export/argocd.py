@@ -21,6 +21,7 @@ reverse of the steps, as ``krmfn delete`` does (docs/runner.md#exports-of-the-te
 from __future__ import annotations
 
 from krmfn.errors import InputError
+from krmfn.k8s.annotations import FORCES, enabled
 from krmfn.k8s.kobj import Obj, annotations_of, set_annotation
 from krmfn.k8s.step_grouping import Step, Steps, describe
 
@@ -28,7 +29,6 @@ SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 HOOK = "argocd.argoproj.io/hook"
 HOOK_DELETE_POLICY = "argocd.argoproj.io/hook-delete-policy"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
-FORCES = ("krmfn.dev/force", "fluxcd.controlplane.io/force")  # set-steps accepts either
 UNSTEPPED_WAVE = "-1"
 _FORCE_OPTIONS = ("Force=true", "Replace=true")
 
@@ -47,7 +47,7 @@ def annotate(steps: Steps, hooks: bool, drop_on_delete: bool = False) -> list[Ob
             if hook:
                 set_annotation(obj, HOOK, hook)
                 set_annotation(obj, HOOK_DELETE_POLICY, "BeforeHookCreation")
-            elif any(str(annotations_of(obj).get(name, "")) == "enabled" for name in FORCES):
+            elif enabled(annotations_of(obj), FORCES):
                 _add_sync_options(obj, _FORCE_OPTIONS)
             out.append(obj)
     for step in steps.on_failure:

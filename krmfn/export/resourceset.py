@@ -21,6 +21,7 @@ from typing import Any
 
 from krmfn.duration import format_duration, parse_duration
 from krmfn.errors import InputError
+from krmfn.k8s.annotations import FORCES, RECREATES_ON_FAILURE
 from krmfn.k8s.kobj import PRESERVED_KEYS, PRESERVED_PREFIXES, Obj, ref_of
 from krmfn.k8s.scopes import Scopes
 from krmfn.k8s.step_grouping import STEP_ANNOTATIONS, Step, Steps, describe
@@ -29,10 +30,7 @@ from krmfn.yaml.io import plain
 API_VERSION = "fluxcd.controlplane.io/v1"
 KIND = "ResourceSet"
 MAX_STEPS = 20  # maxItems of .spec.steps in the ResourceSet CRD
-SWITCHES = {
-    "krmfn.dev/force": "fluxcd.controlplane.io/force",
-    "krmfn.dev/recreate-on-failure": "fluxcd.controlplane.io/recreateOnFailure",
-}
+SWITCHES = dict((FORCES, RECREATES_ON_FAILURE))
 SWITCH_VALUES = ("enabled", "disabled")
 # The CRD's pattern for .spec.steps[].timeout: Go durations without the ns and us units.
 _TIMEOUT = re.compile(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$")

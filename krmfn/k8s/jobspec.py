@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from krmfn.k8s.annotations import JOB_BASE_NAME
+
 MUTABLE_SPEC_FIELDS = (
     "activeDeadlineSeconds",
     "backoffLimit",
@@ -72,7 +74,7 @@ def ttl_warning(obj: Any, engine: str) -> str:
     if not isinstance(spec, dict) or spec.get("ttlSecondsAfterFinished") is None:
         return ""
     notes = (obj.get("metadata") or {}).get("annotations") or {}
-    named = "a hash-named Job" if "krmfn.dev/job-base-name" in notes else "a Job"
+    named = "a hash-named Job" if JOB_BASE_NAME in notes else "a Job"
     return (
         f"ttlSecondsAfterFinished on {named}: once the TTL controller deletes it, {engine} re-creates "
         "the missing Job, which runs again (only krmfn apply keeps a record of the Jobs it ran); remove the "

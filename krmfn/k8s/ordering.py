@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from krmfn.k8s.annotations import STEP_PIN
 from krmfn.k8s.kobj import Obj, get_path, ref_of
 from krmfn.k8s.kustomize_name_fields import CONFIGMAP, PVC, SECRET, SERVICE_ACCOUNT, Target, rewrites
 from krmfn.k8s.kustomize_names import Names
@@ -32,7 +33,6 @@ from krmfn.k8s.scopes import Scopes
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
 NAMESPACE = Target("Namespace", "v1")
 TARGETS = {t.kind: t for t in (CONFIGMAP, SECRET, SERVICE_ACCOUNT, PVC)}
-PIN = "krmfn.dev/step-pin"
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class Misorder:
         mine, theirs, needed = step_names[self.step], step_names[self.needed_step], ref_of(self.needed)
         return (
             f"in step {mine!r}, but {self.why} {needed}, in the later step {theirs!r}: {self.effect}; "
-            f"move {needed} to step {mine!r} or earlier (a selector or the annotation {PIN}), or this "
+            f"move {needed} to step {mine!r} or earlier (a selector or the annotation {STEP_PIN}), or this "
             f"object to step {theirs!r} or later"
         )
 

@@ -29,19 +29,11 @@ from typing import Any
 
 from krmfn.duration import SECOND, parse_duration
 from krmfn.errors import InputError, KrmfnError
+from krmfn.k8s.annotations import ON_DELETE, ON_FAILURE, ON_TIMEOUT, STEP, STEP_INDEX, STEP_TIMEOUT, WAIT
 from krmfn.k8s.kobj import Obj, annotations_of, ref_of
 from krmfn.numbers import whole
 from krmfn.terminal import cut
 
-STEP = "krmfn.dev/step"
-STEP_INDEX = "krmfn.dev/step-index"
-STEP_TIMEOUT = "krmfn.dev/step-timeout"
-WAIT = "krmfn.dev/wait"
-ON_FAILURE = "krmfn.dev/on-failure"
-ON_DELETE = "krmfn.dev/on-delete"
-ON_TIMEOUT = "krmfn.dev/on-timeout"
-"""``continue``: a step that times out is reported and recorded, and the run goes on (``fail``: the
-default, the run stops). Not in STEP_ANNOTATIONS: the exports do not translate it (docs/runner.md)."""
 ON_TIMEOUT_VALUES = ("fail", "continue")
 STEP_ANNOTATIONS = (STEP, STEP_INDEX, STEP_TIMEOUT, WAIT, ON_FAILURE, ON_DELETE)
 MAX_STEP_INDEX = 2**31 - 1

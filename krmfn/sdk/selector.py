@@ -14,10 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from krmfn.k8s.annotations import JOB_BASE_NAME
 from krmfn.k8s.kobj import Obj, annotations_of, get_path, is_local_config, labels_of
 from krmfn.k8s.kustomize_names import names_of
-
-JOB_BASE_NAME = "krmfn.dev/job-base-name"
 
 
 @dataclass(frozen=True)

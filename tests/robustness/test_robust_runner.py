@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from scripted_kube import Served, Store
 
 from krmfn.cli import main as krmfn_main
-from krmfn.k8s.step_grouping import STEP, STEP_INDEX, STEP_TIMEOUT
+from krmfn.k8s.annotations import STEP, STEP_INDEX, STEP_TIMEOUT
 from krmfn.runner.engine.engine import Options, Runner
 from krmfn.runner.plan import build_plan
 from krmfn.runner.reserved import LOCK, RUNS

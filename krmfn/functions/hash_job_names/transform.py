@@ -8,6 +8,7 @@ from krmfn import ResourceList, select
 from krmfn.functions.hash_job_names.naming import hashed_name, name_problems_of, spec_hash, unhashed
 from krmfn.functions.hash_job_names.references import Renames, rewrite_references
 from krmfn.functions.hash_job_names.triggers import FROM_CONFIG, Conflict, choose
+from krmfn.k8s.annotations import HASH_NAME, JOB_BASE_NAME
 from krmfn.k8s.jobtriggers import FIELD, HASH_FROM, TriggerError, hash_triggers, parse_triggers, whole_spec
 from krmfn.k8s.kobj import (
     Obj,
@@ -21,12 +22,10 @@ from krmfn.k8s.kobj import (
 )
 from krmfn.k8s.kustomize_names import Names, as_built, record_rename
 from krmfn.k8s.names import indexed_completions, name_problems
-from krmfn.sdk.selector import JOB_BASE_NAME
 
 if TYPE_CHECKING:
     from krmfn.functions.hash_job_names.config import HashJobNamesConfig
 
-HASH_NAME = "krmfn.dev/hash-name"
 HASH_NAME_VALUES = ("enabled", "disabled")
 
 

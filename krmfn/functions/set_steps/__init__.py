@@ -11,7 +11,8 @@ from typing import NoReturn
 
 from krmfn import Function
 from krmfn.functions.set_steps.config import SetStepsConfig, StepConfig
-from krmfn.functions.set_steps.transform import APP, set_steps
+from krmfn.functions.set_steps.transform import set_steps
+from krmfn.k8s.annotations import APP
 
 __all__ = ["APP", "FUNCTION", "SetStepsConfig", "StepConfig", "main"]
 

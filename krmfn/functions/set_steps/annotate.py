@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from krmfn.functions.set_steps.assign import STEP
 from krmfn.functions.set_steps.config import SetStepsConfig, normalized_timeout
 from krmfn.k8s import dependson
+from krmfn.k8s.annotations import ON_DELETE, ON_FAILURE, ON_TIMEOUT, STEP, STEP_INDEX, STEP_TIMEOUT, WAIT
 from krmfn.k8s.kobj import Obj, annotations_of, ref_of, remove_annotation, set_annotation
 from krmfn.k8s.kustomize_names import final_name
 from krmfn.k8s.scopes import Scopes
 from krmfn.sdk.results import Results
 
-STEP_INDEX = "krmfn.dev/step-index"
-STEP_TIMEOUT = "krmfn.dev/step-timeout"
-WAIT = "krmfn.dev/wait"
-ON_FAILURE = "krmfn.dev/on-failure"
-ON_DELETE = "krmfn.dev/on-delete"
-ON_TIMEOUT = "krmfn.dev/on-timeout"
 ARGO_HOOK = "argocd.argoproj.io/hook"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 

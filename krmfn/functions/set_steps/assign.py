@@ -11,12 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from krmfn.functions.set_steps.config import SetStepsConfig, StepConfig
+from krmfn.k8s.annotations import STEP, STEP_PIN
 from krmfn.k8s.kobj import Obj, annotations_of, is_local_config
 from krmfn.sdk.results import Results
 from krmfn.sdk.selector import matches_any
-
-STEP = "krmfn.dev/step"
-STEP_PIN = "krmfn.dev/step-pin"
 
 
 def assign(

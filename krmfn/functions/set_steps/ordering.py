@@ -21,14 +21,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
-from krmfn.functions.set_steps.assign import STEP_PIN
 from krmfn.functions.set_steps.config import SetStepsConfig, StepConfig
+from krmfn.k8s.annotations import JOB_BASE_NAME, STEP_PIN
 from krmfn.k8s.kobj import Obj, annotations_of, is_local_config, labels_of, ref_of
 from krmfn.k8s.kustomize_names import name_before_hash, names_of
 from krmfn.k8s.ordering import misorders
 from krmfn.k8s.scopes import Scopes
 from krmfn.sdk.results import Results
-from krmfn.sdk.selector import JOB_BASE_NAME, Selector, matches_any
+from krmfn.sdk.selector import Selector, matches_any
 
 NEAR_NAMES = 3
 SHOWN = 3

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
+from krmfn.k8s.annotations import FORCES, RECREATES_ON_FAILURE
 from krmfn.k8s.kobj import Obj, annotations_of
 from krmfn.sdk.results import Results
 
 VALUES = ("enabled", "disabled")
 # Each krmfn switch and the Flux Operator name that means the same thing.
-SWITCHES = (
-    ("krmfn.dev/force", "fluxcd.controlplane.io/force"),
-    ("krmfn.dev/recreate-on-failure", "fluxcd.controlplane.io/recreateOnFailure"),
-)
+SWITCHES = (FORCES, RECREATES_ON_FAILURE)
 _RECREATE = SWITCHES[1]
 
 

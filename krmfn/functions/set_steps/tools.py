@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from krmfn.functions.set_steps.assign import STEP_PIN
 from krmfn.functions.set_steps.config import MAX_STEPS, SetStepsConfig, StepConfig
+from krmfn.k8s.annotations import STEP_PIN
 from krmfn.k8s.kobj import Obj, annotations_of, is_local_config, ref_of
 from krmfn.sdk.results import Results
 from krmfn.terminal import cut

@@ -14,11 +14,11 @@ from krmfn.functions.set_steps.annotate import (
 from krmfn.functions.set_steps.assign import assign
 from krmfn.functions.set_steps.config import SetStepsConfig
 from krmfn.k8s import dependson
+from krmfn.k8s.annotations import APP
 from krmfn.k8s.jobspec import ttl_warning
 from krmfn.k8s.kobj import is_local_config, set_annotation
 from krmfn.k8s.scopes import Scopes
 
-APP = "krmfn.dev/app"
 """The app's name, which ``krmfn apply`` names its inventory after (docs/runner.md)."""
 
 

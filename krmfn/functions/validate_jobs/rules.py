@@ -12,6 +12,11 @@ from krmfn.duration import SECOND, parse_duration
 from krmfn.functions.validate_jobs import api
 from krmfn.functions.validate_jobs.cron import ScheduleError, check_schedule
 from krmfn.functions.validate_jobs.timezones import zone_problem
+from krmfn.k8s.annotations import FORCE, FORCES, HASH_NAME, JOB_BASE_NAME, STEP, STEP_TIMEOUT, enabled
+from krmfn.k8s.annotations import ON_DELETE as _ON_DELETE
+from krmfn.k8s.annotations import ON_FAILURE as _ON_FAILURE
+from krmfn.k8s.annotations import RECREATES_ON_FAILURE as RECREATE
+from krmfn.k8s.annotations import STEP_INDEX as _STEP_INDEX
 from krmfn.k8s.jobhash import name_hash, spec_hash
 from krmfn.k8s.jobtriggers import FIELD as HASH_FROM_FIELD
 from krmfn.k8s.jobtriggers import HASH_FROM, TriggerError, of_job
@@ -60,12 +65,7 @@ RULES: dict[str, Rule] = {
     "hash-from-unhashed": Rule("warning", "krmfn.dev/hash-from on a Job whose name is not hashed"),
 }
 
-JOB_BASE_NAME = "krmfn.dev/job-base-name"
-HASH_NAME = "krmfn.dev/hash-name"
-FORCE = "krmfn.dev/force"
 IDEMPOTENT = "krmfn.dev/idempotent"
-STEP_TIMEOUT = "krmfn.dev/step-timeout"
-RECREATE = ("krmfn.dev/recreate-on-failure", "fluxcd.controlplane.io/recreateOnFailure")
 _RESTART_VALUES = '"OnFailure", "Never"'
 DEFAULT_BACKOFF_LIMIT = 6
 POD_FAILURE_BACKOFF = 10
@@ -211,7 +211,7 @@ def _hash_from_unhashed(obj: Obj) -> Iterator[Finding]:
     it under the same name): without either a changed trigger keeps the live Job's name, and the apply
     fails on its immutable spec."""
     notes = annotations_of(obj)
-    if HASH_FROM not in notes or JOB_BASE_NAME in notes or notes.get(FORCE) == "enabled":
+    if HASH_FROM not in notes or JOB_BASE_NAME in notes or enabled(notes, FORCES):
         return
     if notes.get(HASH_NAME) == "disabled":
         why = f"{HASH_NAME}: disabled"
@@ -343,10 +343,6 @@ def _backoff(obj: Obj) -> Iterator[Finding]:
 HELM_HOOK = "helm.sh/hook"
 _HELM_ORDERED = {"pre-install", "pre-upgrade", "post-install", "post-upgrade"}
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
-STEP = "krmfn.dev/step"
-_STEP_INDEX = "krmfn.dev/step-index"
-_ON_FAILURE = "krmfn.dev/on-failure"
-_ON_DELETE = "krmfn.dev/on-delete"
 
 
 def step_key(obj: Obj) -> tuple[str, str, str]:

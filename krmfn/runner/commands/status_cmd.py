@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from krmfn.errors import RunnerError
+from krmfn.k8s.annotations import STEP
 from krmfn.k8s.kobj import annotations_of
-from krmfn.k8s.step_grouping import STEP, UNSTEPPED, index_of
+from krmfn.k8s.step_grouping import UNSTEPPED, index_of
 from krmfn.runner.commands.context import RunContext, duration, interruptible
 from krmfn.runner.health.status import Health, health
 from krmfn.runner.inventory.applyset import TOOLING, Parent

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from krmfn.duration import SECOND, format_duration
+from krmfn.k8s.annotations import ON_DELETE, STEP
 from krmfn.k8s.kobj import annotations_of
-from krmfn.k8s.step_grouping import ON_DELETE, STEP, UNSTEPPED, UNSTEPPED_ON_DELETE, index_of
+from krmfn.k8s.step_grouping import UNSTEPPED, UNSTEPPED_ON_DELETE, index_of
 from krmfn.runner.errors import Interrupted, StepTimeout
 from krmfn.runner.inventory.applyset import Parent
 from krmfn.runner.inventory.prune import GUARDED, PARENT_KEPT, is_parent, kept_because

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+from krmfn.k8s.annotations import FORCES, JOB_BASE_NAME, RECREATES_ON_FAILURE, enabled
 from krmfn.k8s.jobhash import name_hash, spec_hash
 from krmfn.k8s.jobspec import digest, run_identity
 from krmfn.k8s.jobtriggers import HASH_FROM
@@ -20,9 +21,9 @@ from krmfn.runner.plan import Item, Key
 from krmfn.yaml.io import plain
 
 SPEC_HASH = "krmfn.dev/applied-spec-hash"
-FORCE = ("krmfn.dev/force", "fluxcd.controlplane.io/force")
-RECREATE_ON_FAILURE = ("krmfn.dev/recreate-on-failure", "fluxcd.controlplane.io/recreateOnFailure")
-JOB_BASE_NAME = "krmfn.dev/job-base-name"
+# the runner's names for the switches: a tuple each, krmfn's name first, then the Flux Operator's
+FORCE = FORCES
+RECREATE_ON_FAILURE = RECREATES_ON_FAILURE
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 # Waiting reasons of a container that will not start by itself: shown at once while waiting.
 STUCK_REASONS = podtrouble.FAIL_FAST
@@ -45,10 +46,6 @@ def legacy_spec_hash(job: dict[str, Any]) -> str:
     """What krmfn 0.1 stamped and recorded: sha256 of the whole spec. Read to recognise its records."""
     canonical = json.dumps(plain(job.get("spec") or {}), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
-
-
-def enabled(annotations: dict[str, Any], keys: tuple[str, ...]) -> bool:
-    return any(str(annotations.get(key, "")).lower() == "enabled" for key in keys)
 
 
 def _true(job: dict[str, Any] | None, *types: str) -> bool:

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from krmfn.errors import InputError
+from krmfn.k8s.annotations import APP
 from krmfn.k8s.kobj import annotations_of, is_list_kind
 from krmfn.k8s.names import name_problem
 from krmfn.runner.errors import SourceError
 from krmfn.yaml.io import load_all_fast
 
-APP = "krmfn.dev/app"
 FALLBACK = "krmfn"
 MISSING = (
     "pruning needs to know which app this is, so that it never deletes another app's objects: pass "

@@ -1,0 +1,62 @@
+"""A per-object switch (``krmfn.dev/force``, ``krmfn.dev/recreate-on-failure``, or the Flux Operator's
+name for each) is read alike by every reader: validate-jobs, ``krmfn export argocd`` and ``krmfn apply``.
+
+validate-jobs once looked at krmfn's name only, exactly ``enabled``, and warned that a Job forced under
+the Flux Operator's name would fail on its immutable spec; the runner forces it. One reader now
+(k8s/annotations.enabled); the matrix is every name of each switch x spellings of its value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from krmfn.export import argocd
+from krmfn.functions.validate_jobs.rules import check
+from krmfn.k8s.annotations import FORCES, RECREATES_ON_FAILURE, enabled
+from krmfn.k8s.jobtriggers import HASH_FROM
+from krmfn.k8s.step_grouping import group
+
+VALUES = ["enabled", "Enabled", "ENABLED", "disabled", "Disabled", "", "true", "yes", "enabled "]
+CASES = [(name, value) for name in (*FORCES, *RECREATES_ON_FAILURE) for value in VALUES]
+
+
+def _on(value: str) -> bool:
+    return value.lower() == "enabled"  # what krmfn apply does with the object (docs/runner.md, "Jobs")
+
+
+def job(notes: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "migrate", "annotations": {HASH_FROM: "image", **notes}},
+        "spec": {
+            "backoffLimit": 1,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "m", "image": "m:1"}]}},
+        },
+    }
+
+
+@pytest.mark.parametrize(("name", "value"), CASES)
+def test_the_one_reader_is_on_for_enabled_in_any_case_under_either_name(name: str, value: str) -> None:
+    assert enabled({name: value}, FORCES + RECREATES_ON_FAILURE) is _on(value)
+    assert enabled({name: value}, ()) is False
+
+
+@pytest.mark.parametrize(("name", "value"), [(n, v) for n, v in CASES if n in FORCES])
+def test_validate_jobs_takes_a_forced_unhashed_job_as_the_runner_does(name: str, value: str) -> None:
+    rules = {finding.rule for finding in check(job({name: value}))}
+    assert ("hash-from-unhashed" in rules) is not _on(value), rules
+
+
+@pytest.mark.parametrize(("name", "value"), [(n, v) for n, v in CASES if n in FORCES])
+def test_export_argocd_forces_a_synced_object_as_the_runner_does(name: str, value: str) -> None:
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c", "annotations": {name: value}},
+    }
+    (out,) = argocd.annotate(group([config]), hooks=False)
+    options = str(out["metadata"]["annotations"].get(argocd.SYNC_OPTIONS, ""))
+    assert ("Force=true" in options) is _on(value), options
