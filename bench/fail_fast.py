@@ -17,25 +17,27 @@ the moment the first list showing it returned can be after krmfn's own look). Ta
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
-import os
 import secrets
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+if TYPE_CHECKING:
+    from bench import on_real_node
+else:
+    import on_real_node
 
-from cluster.cluster import Cluster, cache_dir, create_namespace  # noqa: E402
-from cluster.node import REAL_NAMESPACE, RealNode  # noqa: E402
+from cluster.cluster import Cluster, create_namespace  # noqa: E402
+from cluster.node import REAL_NAMESPACE  # noqa: E402
 from lightkube import Client  # noqa: E402
 from lightkube.resources.core_v1 import Pod  # noqa: E402
 
@@ -132,34 +134,21 @@ def _cell(values: list[float]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="one round (smoke)")
-    args = parser.parse_args()
-    rounds = 1 if args.quick else args.rounds
-    if os.geteuid() != 0:
-        print("error: the real node runs as root: sudo python bench/fail_fast.py", file=sys.stderr)
+    rounds = on_real_node.rounds(__doc__ or "", "fail_fast.py", 3)
+    if rounds is None:
         return 1
-    workdir = Path(tempfile.mkdtemp(prefix="krmfn-bench-failfast-"))
-    cluster = Cluster(workdir, log_dir=cache_dir() / "bench-logs" / "fail-fast")
-    cluster.up()
     results: dict[str, list[tuple[float, float]]] = {}
-    try:
-        node = RealNode(cluster, workdir / "node-logs", on_wait=lambda m: print(m, file=sys.stderr))
-        node.up()
-        try:
-            for _ in range(rounds):
-                for label, reason, doc in cases(node.image("app")):
-                    after, total, message = one(cluster, workdir, doc, reason)
-                    results.setdefault(f"{label} | {reason}", []).append((after, total))
-                    print(
-                        f"{label}: {after:.2f}s after {reason} ({total:.2f}s in all): {message}",
-                        file=sys.stderr,
-                    )
-        finally:
-            node.down()
-    finally:
-        cluster.down()
+    with (
+        on_real_node.control_plane("fail-fast") as (cluster, workdir),
+        on_real_node.node_of(cluster, workdir) as node,
+    ):
+        for _ in range(rounds):
+            for label, reason, doc in cases(node.image("app")):
+                after, total, message = one(cluster, workdir, doc, reason)
+                results.setdefault(f"{label} | {reason}", []).append((after, total))
+                print(
+                    f"{label}: {after:.2f}s after {reason} ({total:.2f}s in all): {message}", file=sys.stderr
+                )
     print(f"### Time to failure on the real node, median of {rounds} (min-max), seconds\n")
     print("| case | reason | reason seen to krmfn's failure | whole apply |\n|---|---|---:|---:|")
     for case, rows in results.items():

@@ -14,20 +14,22 @@ may import the images into containerd (once per image content); the table says w
 
 from __future__ import annotations
 
-import argparse
-import os
 import secrets
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+if TYPE_CHECKING:
+    from bench import on_real_node
+else:
+    import on_real_node
 
-from cluster.cluster import Cluster, cache_dir, create_namespace, wait_until  # noqa: E402
+from cluster.cluster import Cluster, create_namespace, wait_until  # noqa: E402
 from cluster.node import REAL_NAMESPACE, RealNode  # noqa: E402
 from lightkube.resources.batch_v1 import Job  # noqa: E402
 
@@ -93,19 +95,11 @@ def follow_delays(cluster: Cluster, node: RealNode, lines: int = 20) -> list[flo
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="one round (smoke)")
-    args = parser.parse_args()
-    rounds = 1 if args.quick else args.rounds
-    if os.geteuid() != 0:
-        print("error: the real node runs as root: sudo python bench/real_node.py", file=sys.stderr)
+    rounds = on_real_node.rounds(__doc__ or "", "real_node.py", 5)
+    if rounds is None:
         return 1
-    workdir = Path(tempfile.mkdtemp(prefix="krmfn-bench-node-"))
-    cluster = Cluster(workdir, log_dir=cache_dir() / "bench-logs" / "real-node")
-    cluster.up()
     rows: list[dict[str, float]] = []
-    try:
+    with on_real_node.control_plane("real-node") as (cluster, workdir):
         for _ in range(rounds):
             node = RealNode(cluster, workdir / "node-logs", on_wait=lambda m: print(m, file=sys.stderr))
             node.up()
@@ -122,8 +116,6 @@ def main() -> int:
             row |= {"follow-median": statistics.median(delays), "follow-max": max(delays)}
             rows.append(row)
             print(f"round {len(rows)}: {row} (lock and build {start:.2f}s)", file=sys.stderr)
-    finally:
-        cluster.down()
 
     def cell(key: str, scale: float = 1.0) -> str:
         values = [r[key] * scale for r in rows]

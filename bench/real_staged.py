@@ -22,21 +22,23 @@ Each total is start to exit (ResourceSet: creation to Ready). Prints Markdown.
 
 from __future__ import annotations
 
-import argparse
 import io
-import os
 import secrets
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+if TYPE_CHECKING:
+    from bench import on_real_node
+else:
+    import on_real_node
 
 from cluster.cluster import Cluster, cache_dir, create_namespace, wait_until  # noqa: E402
 from cluster.engines import export_resourceset  # noqa: E402
@@ -144,62 +146,46 @@ def gone(client: Client, namespace: str) -> None:
     wait_until(f"namespace {namespace} gone", deleted, 300, interval=0.2)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="one round (smoke)")
-    args = parser.parse_args()
-    rounds = 1 if args.quick else args.rounds
-    if os.geteuid() != 0:
-        print("error: the real node runs as root: sudo python bench/real_staged.py", file=sys.stderr)
-        return 1
-    workdir = Path(tempfile.mkdtemp(prefix="krmfn-bench-staged-"))
-    cluster = Cluster(workdir, log_dir=cache_dir() / "bench-logs" / "real-staged")
-    cluster.up()
+def measure(cluster: Cluster, node: RealNode, workdir: Path, rounds: int) -> dict[str, list[float]]:
+    """Seconds per run of each engine, ``rounds`` runs each, alternating."""
     times: dict[str, list[float]] = {engine: [] for engine in ENGINES}
-    try:
+    node.tag("postgres", "localhost/krmfn-node-postgres:15")
+    node.tag("app", "localhost/krmfn-node-app:1.0.0")
+    docs = rendered()
+    sources = {}
+    for label, objects in (("default", docs), ("settle0", without_settle(docs))):
+        sources[label] = workdir / label
+        sources[label].mkdir()
+        (sources[label] / "all.yaml").write_text(dump_all_fast(objects))
+    script = workdir / "kubectl.sh"
+    script.write_text(kubectl_script(docs, workdir, cluster.kubeconfig))
+    client = cluster.client()
+    krmfn = [str(Path(sys.executable).parent / "krmfn"), "apply", "--kubeconfig", str(cluster.kubeconfig)]
+    krmfn += ["--applyset", "staged-deploy-real"]  # the rendered example names no app
+    engines: dict[str, Callable[[str], float]] = {
+        "krmfn apply": lambda ns: run([*krmfn, "-f", str(sources["default"]), "-n", ns]),
+        "krmfn apply, settle 0s": lambda ns: run([*krmfn, "-f", str(sources["settle0"]), "-n", ns]),
+        "kubectl apply + kubectl wait": lambda ns: run(["bash", str(script), ns]),
+        "Flux Operator": lambda ns: flux(client, docs, ns, workdir),
+    }
+    for n in range(rounds):
+        for engine in ENGINES:
+            ns = create_namespace(client, f"staged-{n}-{secrets.token_hex(3)}", annotations=REAL_NAMESPACE)
+            seconds = engines[engine](ns)
+            times[engine].append(seconds)
+            print(f"round {n + 1} {engine}: {seconds:.2f}s", file=sys.stderr)
+            gone(client, ns)
+    return times
+
+
+def main() -> int:
+    rounds = on_real_node.rounds(__doc__ or "", "real_staged.py", 3)
+    if rounds is None:
+        return 1
+    with on_real_node.control_plane("real-staged") as (cluster, workdir):
         cluster.start_flux_operator()
-        node = RealNode(cluster, workdir / "node-logs", on_wait=lambda m: print(m, file=sys.stderr))
-        node.up()
-        try:
-            node.tag("postgres", "localhost/krmfn-node-postgres:15")
-            node.tag("app", "localhost/krmfn-node-app:1.0.0")
-            docs = rendered()
-            sources = {}
-            for label, objects in (("default", docs), ("settle0", without_settle(docs))):
-                sources[label] = workdir / label
-                sources[label].mkdir()
-                (sources[label] / "all.yaml").write_text(dump_all_fast(objects))
-            script = workdir / "kubectl.sh"
-            script.write_text(kubectl_script(docs, workdir, cluster.kubeconfig))
-            client = cluster.client()
-            krmfn = [
-                str(Path(sys.executable).parent / "krmfn"),
-                "apply",
-                "--kubeconfig",
-                str(cluster.kubeconfig),
-                "--applyset",  # the rendered example names no app; one inventory per fresh namespace
-                "staged-deploy-real",
-            ]
-            engines: dict[str, Callable[[str], float]] = {
-                "krmfn apply": lambda ns: run([*krmfn, "-f", str(sources["default"]), "-n", ns]),
-                "krmfn apply, settle 0s": lambda ns: run([*krmfn, "-f", str(sources["settle0"]), "-n", ns]),
-                "kubectl apply + kubectl wait": lambda ns: run(["bash", str(script), ns]),
-                "Flux Operator": lambda ns: flux(client, docs, ns, workdir),
-            }
-            for n in range(rounds):
-                for engine in ENGINES:
-                    ns = create_namespace(
-                        client, f"staged-{n}-{secrets.token_hex(3)}", annotations=REAL_NAMESPACE
-                    )
-                    seconds = engines[engine](ns)
-                    times[engine].append(seconds)
-                    print(f"round {n + 1} {engine}: {seconds:.2f}s", file=sys.stderr)
-                    gone(client, ns)
-        finally:
-            node.down()
-    finally:
-        cluster.down()
+        with on_real_node.node_of(cluster, workdir) as node:
+            times = measure(cluster, node, workdir, rounds)
     print(f"### examples/staged-deploy-real on the real node (4 steps), median of {rounds} run(s)\n")
     print("| engine | total s | min-max s | ratio to kubectl |\n|---|---:|---:|---:|")
     base = statistics.median(times["kubectl apply + kubectl wait"])
