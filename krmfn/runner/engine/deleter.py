@@ -32,7 +32,7 @@ from krmfn.runner.engine.delete import (
     waiting_for,
 )
 from krmfn.runner.engine.delete_steps import DeleteStepsRunner, steps_to_run
-from krmfn.runner.engine.options import POLL, Clock, SystemClock
+from krmfn.runner.engine.options import POLL, Clock, SystemClock, begin
 from krmfn.runner.engine.options import Options as ApplyOptions
 from krmfn.runner.engine.waiter import Watched, Watcher
 from krmfn.runner.errors import Interrupted, RunTimeout
@@ -116,10 +116,7 @@ class Deleter:
 
     def run(self) -> DeleteResult:
         result = DeleteResult(ok=False)
-        started = self.clock.monotonic()
-        self.budget.start(self.options.timeout)
-        if self.options.timeout > 0:
-            self._deadline = started + self.options.timeout
+        started, self._deadline = begin(self.clock, self.budget, self.options.timeout)
         try:
             self._runlog.ends(
                 lambda: self._run(result),

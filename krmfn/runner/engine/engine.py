@@ -27,7 +27,7 @@ from krmfn.runner.engine.discovery import Discovery
 from krmfn.runner.engine.follow import Follower
 from krmfn.runner.engine.health_wait import HealthWait
 from krmfn.runner.engine.job_lifecycle import JobLifecycle
-from krmfn.runner.engine.options import POLL, Clock, Options, Result, SystemClock
+from krmfn.runner.engine.options import POLL, Clock, Options, Result, SystemClock, begin
 from krmfn.runner.engine.parallel import groups, in_order
 from krmfn.runner.engine.tracked import Tracked, Waiting
 from krmfn.runner.errors import (
@@ -97,10 +97,7 @@ class Runner:
 
     def run(self, plan: Plan) -> Result:
         self._applies.result = result = Result(ok=False)
-        started = self.clock.monotonic()
-        self.budget.start(self.options.timeout)
-        if self.options.timeout > 0:
-            self._deadline = started + self.options.timeout
+        started, self._deadline = begin(self.clock, self.budget, self.options.timeout)
         try:
             self._runlog.ends(
                 partial(self._run, plan, result),

@@ -9,6 +9,7 @@ from typing import Protocol
 
 import krmfn
 from krmfn.errors import RunnerError
+from krmfn.net.budget import Budget
 from krmfn.runner.engine import joblogs
 from krmfn.runner.engine.parallel import DEFAULT_CONCURRENCY
 from krmfn.runner.health.healthexprs import HealthChecks
@@ -29,6 +30,14 @@ class SystemClock:
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
+
+
+def begin(clock: Clock, budget: Budget, timeout: float) -> tuple[float, float | None]:
+    """A run starts: its start on ``clock`` and its deadline (None without ``--timeout``), which the
+    budget's requests share from now on."""
+    started = clock.monotonic()
+    budget.start(timeout)
+    return started, started + timeout if timeout > 0 else None
 
 
 @dataclass
