@@ -2,8 +2,10 @@
 name for each) is read alike by every reader: validate-jobs, ``krmfn export argocd`` and ``krmfn apply``.
 
 validate-jobs once looked at krmfn's name only, exactly ``enabled``, and warned that a Job forced under
-the Flux Operator's name would fail on its immutable spec; the runner forces it. One reader now
-(k8s/annotations.enabled); the matrix is every name of each switch x spellings of its value.
+the Flux Operator's name would fail on its immutable spec (the runner forces it), and did not warn of a
+Job recreated on failure without ``krmfn.dev/idempotent`` under ``Enabled`` (the runner recreates it).
+One reader now (k8s/annotations.enabled); the matrix is every name of each switch x spellings of its
+value.
 """
 
 from __future__ import annotations
@@ -48,6 +50,14 @@ def test_the_one_reader_is_on_for_enabled_in_any_case_under_either_name(name: st
 def test_validate_jobs_takes_a_forced_unhashed_job_as_the_runner_does(name: str, value: str) -> None:
     rules = {finding.rule for finding in check(job({name: value}))}
     assert ("hash-from-unhashed" in rules) is not _on(value), rules
+
+
+@pytest.mark.parametrize(("name", "value"), [(n, v) for n, v in CASES if n in RECREATES_ON_FAILURE])
+def test_validate_jobs_warns_of_a_recreated_job_without_idempotent_as_the_runner_recreates_it(
+    name: str, value: str
+) -> None:
+    rules = {finding.rule for finding in check(job({name: value}))}
+    assert ("recreate-without-idempotent" in rules) is _on(value), rules
 
 
 @pytest.mark.parametrize(("name", "value"), [(n, v) for n, v in CASES if n in FORCES])

@@ -156,14 +156,14 @@ def _restart_policy(obj: Obj, job_spec: str) -> Iterator[Finding]:
 
 def _recreate(obj: Obj) -> Iterator[Finding]:
     notes = annotations_of(obj)
-    enabled = [name for name in RECREATE if notes.get(name) == "enabled"]
-    if enabled and str(notes.get(IDEMPOTENT, "")).lower() != "true":
+    on = [name for name in RECREATE if enabled(notes, (name,))]
+    if on and str(notes.get(IDEMPOTENT, "")).lower() != "true":
         yield Finding(
             "recreate-without-idempotent",
             "recreate-on-failure re-runs a failed Job on every apply until it succeeds, repeating "
             "whatever it did before failing; if it is safe to repeat, acknowledge with the annotation "
             f'{IDEMPOTENT}: "true"',
-            f"metadata.annotations.{enabled[0]}",
+            f"metadata.annotations.{on[0]}",
         )
 
 
