@@ -22,7 +22,8 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import ConfigMap, Pod, Secret
 
-from krmfn.runner.engine.jobs import RECREATE_ON_FAILURE, SPEC_HASH
+from krmfn.k8s.annotations import RECREATES_ON_FAILURE, enabled
+from krmfn.runner.engine.jobs import SPEC_HASH
 from krmfn.runner.inventory.applyset import PART_OF, applyset_id
 from krmfn.runner.inventory.lock import Lease
 from krmfn.runner.reserved import LOCK
@@ -67,7 +68,7 @@ class JobLedger:
                 notes = m.annotations or {}
                 uid = str(m.uid)
                 if uid not in self.runs:
-                    recreate = any(notes.get(k) == "enabled" for k in RECREATE_ON_FAILURE)
+                    recreate = enabled(notes, RECREATES_ON_FAILURE)
                     self.runs[uid] = JobRun(
                         str(m.name),
                         notes.get(SPEC_HASH, ""),

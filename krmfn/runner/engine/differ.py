@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from krmfn.k8s.annotations import enabled
+from krmfn.k8s.annotations import FORCES, RECREATES_ON_FAILURE, enabled
 from krmfn.k8s.kobj import annotations_of
 from krmfn.k8s.names import name_problem
 from krmfn.runner.cluster.api import Api, Resource, call
@@ -169,7 +169,7 @@ class Differ:
                 detail = f"its Namespace {key.namespace} is created by this plan: shown as rendered"
                 return self._change(step, key, obj, before=None, after=obj, detail=detail)
             if err.code == 422 and jobs.is_immutable_error(str(err)) and live is not None:
-                if enabled(item.annotations, jobs.FORCE):
+                if enabled(item.annotations, FORCES):
                     detail = "a field that cannot change changes: deleted and re-created (force)"
                     return self._change(
                         step, key, obj, before=live, after=obj, detail=detail, action="update"
@@ -191,7 +191,7 @@ class Differ:
         if live is not None:
             if annotations_of(live).get(jobs.SPEC_HASH) != wanted:
                 return None
-            if jobs.is_failed(live) and enabled(item.annotations, jobs.RECREATE_ON_FAILURE):
+            if jobs.is_failed(live) and enabled(item.annotations, RECREATES_ON_FAILURE):
                 detail = "failed; deleted and re-created (recreate-on-failure)"
                 return self._change(step, key, obj, before=live, after=obj, detail=detail, action="update")
             same = "its spec hash is unchanged" if item.triggered is None else "its triggers are unchanged"
@@ -201,7 +201,7 @@ class Differ:
             record, ran_as = jobs.renamed_run(item, parent, wanted)  # the same run under an older hashed name
             if record is None:
                 return None
-        if record.outcome == "failed" and enabled(item.annotations, jobs.RECREATE_ON_FAILURE):
+        if record.outcome == "failed" and enabled(item.annotations, RECREATES_ON_FAILURE):
             return None
         where = f" as {ran_as}" if ran_as else ""
         detail = f"{record.outcome} before{where} and deleted since: not run again"

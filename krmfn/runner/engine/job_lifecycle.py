@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from krmfn.k8s.annotations import enabled
+from krmfn.k8s.annotations import FORCES, RECREATE_ON_FAILURE, RECREATES_ON_FAILURE, enabled
 from krmfn.k8s.kobj import annotations_of
 from krmfn.runner.cluster.api import Api, Resource, call
 from krmfn.runner.engine import jobs
@@ -36,7 +36,7 @@ class JobLifecycle:
 
     def recreate_failed_jobs(self, step: Step, deadline: float) -> None:
         for item in step.items:
-            if not jobs.is_job(item.key) or not enabled(item.annotations, jobs.RECREATE_ON_FAILURE):
+            if not jobs.is_job(item.key) or not enabled(item.annotations, RECREATES_ON_FAILURE):
                 continue
             res = self._resources[item.key]
             live = call(item.key, self.api.get, res, item.key.name, item.key.namespace)
@@ -102,12 +102,12 @@ class JobLifecycle:
         except InvalidObject as err:
             if not jobs.is_immutable_error(str(err)):
                 raise
-            kept = jobs.same_triggers(item, live, wanted, enabled(item.annotations, jobs.FORCE))
+            kept = jobs.same_triggers(item, live, wanted, enabled(item.annotations, FORCES))
             if kept is not None:  # a change outside the Job's triggers: not a new run (jobs.py)
                 self._book.record(ref, wanted, kept.outcome)
                 self._applies.report_apply(step, key, "skipped", kept.why)
                 return Tracked(key, res, live)
-            if not enabled(item.annotations, jobs.FORCE):
+            if not enabled(item.annotations, FORCES):
                 raise JobSpecChanged(str(key), jobs.spec_changed(item, err.cause)) from None
             tracked = self._applies.force_recreate(step, key, res, obj, deadline, why="spec changed")
             self._book.record(ref, wanted, "started")
@@ -144,11 +144,11 @@ class JobLifecycle:
         self._book.record(ref, wanted, record.outcome)  # recorded again under this name and run hash
         where = f" as {ran_as}" if ran_as else ""
         if record.outcome == "failed":
-            if enabled(item.annotations, jobs.RECREATE_ON_FAILURE):
+            if enabled(item.annotations, RECREATES_ON_FAILURE):
                 return None, f"failed before{where} and deleted since; run again (recreate-on-failure)"
             why = (
                 f"failed before{where} and deleted since (ttlSecondsAfterFinished); not run again: change "
-                f"its spec, or annotate it with {jobs.RECREATE_ON_FAILURE[0]}: enabled to retry it"
+                f"its spec, or annotate it with {RECREATE_ON_FAILURE}: enabled to retry it"
             )
             self._applies.report_apply(step, key, "skipped", why)
             return Tracked(key, res, None, settled=Health("failed", why)), ""

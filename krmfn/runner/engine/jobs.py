@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from krmfn.k8s.annotations import FORCES, JOB_BASE_NAME, RECREATES_ON_FAILURE, enabled
+from krmfn.k8s.annotations import FORCE, FORCES, JOB_BASE_NAME, RECREATE_ON_FAILURE, enabled
 from krmfn.k8s.jobhash import name_hash, spec_hash
 from krmfn.k8s.jobspec import digest, run_identity
 from krmfn.k8s.jobtriggers import HASH_FROM
@@ -21,9 +21,6 @@ from krmfn.runner.plan import Item, Key
 from krmfn.yaml.io import plain
 
 SPEC_HASH = "krmfn.dev/applied-spec-hash"
-# the runner's names for the switches: a tuple each, krmfn's name first, then the Flux Operator's
-FORCE = FORCES
-RECREATE_ON_FAILURE = RECREATES_ON_FAILURE
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 # Waiting reasons of a container that will not start by itself: shown at once while waiting.
 STUCK_REASONS = podtrouble.FAIL_FAST
@@ -212,7 +209,7 @@ def summary(problems: list[PodProblem]) -> str:
 def forced(err: BaseException, item: Item) -> TypeGuard[InvalidObject]:
     """A change the API server refuses in place, on an object annotated to be re-created for it."""
     return (
-        isinstance(err, InvalidObject) and is_immutable_error(str(err)) and enabled(item.annotations, FORCE)
+        isinstance(err, InvalidObject) and is_immutable_error(str(err)) and enabled(item.annotations, FORCES)
     )
 
 
@@ -278,7 +275,7 @@ def same_triggers(item: Item, live: dict[str, Any] | None, wanted: str, forced: 
         return Kept(
             "failed",
             f"failed {same} only outside them, which does not run it again: change a trigger, or annotate "
-            f"it {RECREATE_ON_FAILURE[0]}: enabled to retry it",
+            f"it {RECREATE_ON_FAILURE}: enabled to retry it",
         )
     return Kept(
         "started",
@@ -292,7 +289,7 @@ def spec_changed(item: Item, cause: str) -> str:
     change (``cause``: the API server's words), and how to fix the layout."""
     why = cause.removeprefix("invalid: ")
     fields = f"the rendered spec differs from the live Job's in fields a Job cannot change ({why})"
-    force = f"or annotate the Job {FORCE[0]}: enabled to delete and re-create it"
+    force = f"or annotate the Job {FORCE}: enabled to delete and re-create it"
     base = item.annotations.get(JOB_BASE_NAME)
     spec = item.obj.get("spec")
     if not isinstance(base, str) or not base or not isinstance(spec, dict):
