@@ -1,7 +1,6 @@
 """The krmfn.dev annotations that a function writes and another wing reads, spelled once.
 
-A module that imports nothing of its own, so that a function's start pays nothing for it
-(tests/test_startup_imports.py);
+It imports nothing of krmfn, so a function's start pays nothing for it (tests/test_startup_imports.py);
 tests/test_annotation_names.py keeps every ``krmfn.dev/`` name that more than one module reads here.
 """
 

@@ -9,7 +9,6 @@ from krmfn.sdk.results import Results
 VALUES = ("enabled", "disabled")
 # Each krmfn switch and the Flux Operator name that means the same thing.
 SWITCHES = (FORCES, RECREATES_ON_FAILURE)
-_RECREATE = SWITCHES[1]
 
 
 def check(obj: Obj, results: Results) -> None:
@@ -32,7 +31,7 @@ def check(obj: Obj, results: Results) -> None:
                 obj,
                 field=f"metadata.annotations.{first}",
             )
-        if names == _RECREATE and given and obj.get("kind") != "Job":
+        if names == RECREATES_ON_FAILURE and given and obj.get("kind") != "Job":
             results.warning(
                 f"annotation {next(iter(given))} only affects Jobs; it has no effect on a {obj.get('kind')}",
                 obj,
