@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import secrets
+import shlex
 import statistics
 import subprocess
 import sys
@@ -36,24 +37,23 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 if TYPE_CHECKING:
-    from bench import on_real_node
+    from bench import engines, on_real_node
 else:
+    import engines
     import on_real_node
 
 from cluster.cluster import Cluster, cache_dir, create_namespace, wait_until  # noqa: E402
-from cluster.engines import export_resourceset  # noqa: E402
 from cluster.node import REAL_NAMESPACE, RealNode  # noqa: E402
 from lightkube import ApiError, Client  # noqa: E402
-from lightkube.generic_resource import create_namespaced_resource  # noqa: E402
 from lightkube.resources.core_v1 import Namespace, Secret  # noqa: E402
 
 from krmfn.k8s.step_grouping import group  # noqa: E402
 from krmfn.render import main as render_main  # noqa: E402
+from krmfn.runner.settle_annotations import SETTLE  # noqa: E402
 from krmfn.yaml.io import dump_all_fast, load_all_fast  # noqa: E402
 
 Doc = dict[str, Any]
 EXAMPLE = ROOT / "examples" / "staged-deploy-real"
-ResourceSet = create_namespaced_resource("fluxcd.controlplane.io", "v1", "ResourceSet", "resourcesets")
 ENGINES = ("krmfn apply", "krmfn apply, settle 0s", "kubectl apply + kubectl wait", "Flux Operator")
 
 
@@ -69,7 +69,7 @@ def without_settle(docs: list[Doc]) -> list[Doc]:
     for doc in docs:
         if doc["kind"] == "Deployment":
             meta = doc["metadata"]
-            notes = {**meta.get("annotations", {}), "krmfn.dev/settle": "0s"}
+            notes = {**meta.get("annotations", {}), SETTLE: "0s"}
             out.append({**doc, "metadata": {**meta, "annotations": notes}})
         else:
             out.append(doc)
@@ -79,17 +79,16 @@ def without_settle(docs: list[Doc]) -> list[Doc]:
 def kubectl_script(docs: list[Doc], workdir: Path, kubeconfig: Path) -> str:
     """Step by step: apply the step's objects, then wait for each of its Deployments and Jobs."""
     kubectl = cache_dir() / "bin" / "kubectl"
-    lines = ["set -e", f'k="{kubectl} --kubeconfig {kubeconfig} -n $1"']
+    lines = ["set -e", f'k="{kubectl} --kubeconfig {kubeconfig} -n $1"']  # the cache's and bench's own paths
     for step in group(docs).steps:
         path = workdir / f"step-{step.index}.yaml"
         path.write_text(dump_all_fast(step.items))
-        lines.append(f"$k apply --server-side --field-manager=bench -f {path} >/dev/null")
+        lines.append(f"$k apply --server-side --field-manager=bench -f {shlex.quote(str(path))} >/dev/null")
         for obj in step.items:
-            name = obj["metadata"]["name"]
-            if obj["kind"] == "Deployment":
-                lines.append(f"$k wait --for=condition=Available deployment/{name} --timeout=5m >/dev/null")
-            elif obj["kind"] == "Job":
-                lines.append(f"$k wait --for=condition=Complete job/{name} --timeout=5m >/dev/null")
+            condition = {"Deployment": "Available", "Job": "Complete"}.get(obj["kind"])
+            if condition:
+                target = shlex.quote(f"{obj['kind'].lower()}/{obj['metadata']['name']}")
+                lines.append(f"$k wait --for=condition={condition} {target} --timeout=5m >/dev/null")
     return "\n".join(lines) + "\n"
 
 
@@ -106,31 +105,18 @@ def in_namespace(docs: list[Doc], namespace: str) -> list[Doc]:
     return [{**doc, "metadata": {**doc["metadata"], "namespace": namespace}} for doc in docs]
 
 
-def flux(client: Client, docs: list[Doc], namespace: str, workdir: Path) -> float:
+def flux(cluster: Cluster, docs: list[Doc], namespace: str, workdir: Path) -> float:
     """A ResourceSet holds no Secret (``krmfn export`` refuses to inline one), so the Secret is created
     first, untimed, as a team delivers it another way; the operator applies objects as written, so each
     carries the namespace."""
     for doc in in_namespace([d for d in docs if d["kind"] == "Secret"], namespace):
-        client.create(cast(Secret, Secret.from_dict(doc)))
+        cluster.client().create(cast(Secret, Secret.from_dict(doc)))
     source = workdir / f"flux-{namespace}"
     source.mkdir()
     (source / "all.yaml").write_text(
         dump_all_fast(in_namespace([d for d in docs if d["kind"] != "Secret"], namespace))
     )
-    rset = export_resourceset(source, namespace, workdir, name=namespace)
-    start = time.perf_counter()
-    client.create(ResourceSet.from_dict(rset))
-    for _, obj in client.watch(ResourceSet, namespace=namespace, fields={"metadata.name": namespace}):
-        ready = [c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
-        if ready and ready[0]["status"] == "True":
-            return time.perf_counter() - start
-        if (
-            ready
-            and ready[0]["status"] == "False"
-            and "progress" not in str(ready[0].get("reason", "")).lower()
-        ):
-            raise SystemExit(f"the ResourceSet failed: {ready[0].get('message')}")
-    raise SystemExit("the ResourceSet watch ended")
+    return engines.flux_operator(cluster, source, namespace)  # ResourceSet creation to Ready
 
 
 def gone(client: Client, namespace: str) -> None:
@@ -166,7 +152,7 @@ def measure(cluster: Cluster, node: RealNode, workdir: Path, rounds: int) -> dic
         "krmfn apply": lambda ns: run([*krmfn, "-f", str(sources["default"]), "-n", ns]),
         "krmfn apply, settle 0s": lambda ns: run([*krmfn, "-f", str(sources["settle0"]), "-n", ns]),
         "kubectl apply + kubectl wait": lambda ns: run(["bash", str(script), ns]),
-        "Flux Operator": lambda ns: flux(client, docs, ns, workdir),
+        "Flux Operator": lambda ns: flux(cluster, docs, ns, workdir),
     }
     for n in range(rounds):
         for engine in ENGINES:
