@@ -4,6 +4,7 @@ through Helm itself (``helm upgrade --install --wait``), so the tests can set on
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -48,12 +49,30 @@ def rendered(tmp_path: Path, image: str, *values: str, release: str = "shop") ->
     return [doc for doc in load_all_fast(out) if doc]
 
 
+def helm_upgrade_args(
+    kubeconfig: Path, namespace: str, image: str, *values: str, release: str = "shop"
+) -> list[str]:
+    """The command line of ``helm upgrade --install --wait`` of the chart (hooks run by Helm)."""
+    return [tool("helm3"), "upgrade", "--install", release, str(CHART), "--namespace", namespace,
+            "--kubeconfig", str(kubeconfig), "--wait", "--timeout", "120s", "--set", f"image={image}",
+            *values]  # fmt: skip
+
+
 def helm_upgrade(
     kubeconfig: Path, namespace: str, image: str, *values: str, release: str = "shop"
 ) -> subprocess.CompletedProcess[str]:
     """``helm upgrade --install --wait`` of the chart, as a Helm user deploys it (hooks run by Helm)."""
     return subprocess.run(
-        [tool("helm3"), "upgrade", "--install", release, str(CHART), "--namespace", namespace,
-         "--kubeconfig", str(kubeconfig), "--wait", "--timeout", "120s", "--set", f"image={image}", *values],
+        helm_upgrade_args(kubeconfig, namespace, image, *values, release=release),
         check=False, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
+
+
+def helm_status(kubeconfig: Path, namespace: str, release: str = "shop") -> str:
+    """The release's status as ``helm status`` reports it (``deployed``, ``failed``, ``pending-upgrade``)."""
+    done = subprocess.run(
+        [tool("helm3"), "status", release, "--namespace", namespace, "--kubeconfig", str(kubeconfig),
+         "-o", "json"], check=True, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    status: str = json.loads(done.stdout)["info"]["status"]
+    return status
