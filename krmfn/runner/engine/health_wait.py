@@ -120,6 +120,8 @@ class HealthWait:
                 t = by_key[key]
                 t.live = obj
                 new = self._health(t, obj)
+                if t.settler is not None and t.settler.behind:
+                    t.next_poll = 0.0  # the pods at the next tick (settle.py); on events only: bounded
                 if new.state == "not-found":
                     new = Health("in-progress", "deleted; waiting for it to come back")
                 if new != states[key]:

@@ -61,6 +61,9 @@ class Settler:
     """Set when this run left the workload unchanged: the server's time ``window`` ago. Pods steady since
     then have held already (rule 4); only the first judgement asks."""
     judged: bool = False
+    behind: bool = False
+    """The status says rolled out but the last look at the pods, older, shows one not ready: a new look
+    now starts the window when the rollout ends, not up to a pod poll later."""
 
     def observe(self, pods: list[dict[str, Any]] | None) -> Health | None:
         """Takes a new look at the pods; the failure they show, if any."""
@@ -89,7 +92,7 @@ class Settler:
 
     def judge(self, found: Health, now: float) -> Health:
         """``found`` (the status rules' health) with the settle window applied."""
-        first, self.judged = not self.judged, True
+        first, self.judged, self.behind = not self.judged, True, False
         # No pods listed yet is not "no pods to judge": the last list may predate the pods' creation (the
         # window then starts without them, and their first look counts their restarts from 0).
         if found.state != "current" or self.window <= 0 or self.pods is None:
@@ -98,7 +101,7 @@ class Settler:
             return found
         unready = podtrouble.not_ready(self.pods, 1)
         if unready:
-            self.since = None
+            self.since, self.behind = None, True
             return Health("in-progress", f"{found.message}, but {unready[0]}")
         if first and self.held_before is not None:
             steady = podtrouble.steady_since(self.pods)
