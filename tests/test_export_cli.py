@@ -158,6 +158,9 @@ def test_a_job_with_a_ttl_is_a_warning_the_engine_would_run_it_again(
         "Job: once the TTL controller deletes it, "
     )
     assert "re-creates the missing Job, which runs again" in err[0]
+    # the Flux Operator's step fails outright when the Job is gone before its health check sees it done
+    flux = "before the Flux Operator's health check sees it complete, the step fails (NotFound"
+    assert (flux in err[0]) == (engine == "resourceset"), err[0]
 
 
 SECRET = """apiVersion: v1

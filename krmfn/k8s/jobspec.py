@@ -75,8 +75,16 @@ def ttl_warning(obj: Any, engine: str) -> str:
         return ""
     notes = (obj.get("metadata") or {}).get("annotations") or {}
     named = "a hash-named Job" if JOB_BASE_NAME in notes else "a Job"
+    # Seen on the test control plane (tests/cluster/test_side_by_side_kpt_flux.py): with a TTL shorter
+    # than the operator's health check takes, the step fails and every retry runs the Job once more.
+    flux = (
+        "; if the TTL deletes it before the Flux Operator's health check sees it complete, the step fails "
+        "(NotFound, at the step's timeout) and every retry runs it again"
+        if "Flux Operator" in engine
+        else ""
+    )
     return (
         f"ttlSecondsAfterFinished on {named}: once the TTL controller deletes it, {engine} re-creates "
-        "the missing Job, which runs again (only krmfn apply keeps a record of the Jobs it ran); remove the "
-        "TTL when deploying with this engine"
+        f"the missing Job, which runs again (only krmfn apply keeps a record of the Jobs it ran){flux}; "
+        "remove the TTL when deploying with this engine"
     )
