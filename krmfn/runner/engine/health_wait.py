@@ -118,17 +118,7 @@ class HealthWait:
                 if isinstance(obj, RunnerError):
                     raise as_object_error(key, obj) if isinstance(obj, ApiStatusError) else obj
                 t = by_key[key]
-                t.live = obj
-                new = self._health(t, obj)
-                if t.settler is not None and t.settler.behind:
-                    t.next_poll = 0.0  # the pods at the next tick (settle.py); on events only: bounded
-                if new.state == "not-found":
-                    new = Health("in-progress", "deleted; waiting for it to come back")
-                if new != states[key]:
-                    states[key] = new
-                    self._status(step, key, new, started, quiet, t=t)
-                self._settle(step, t, obj, new)
-                if new.done:
+                if self._updated(step, t, obj, states, (started, quiet)):
                     running.discard(key)
                 else:
                     running.add(key)
@@ -223,6 +213,27 @@ class HealthWait:
                 # Not the Job's outcome (its controller still waits): nothing is recorded, and a run after
                 # the fix waits for the same Job again.
                 raise StepFailed(step.name, str(t.key), t.trouble.message)
+
+    def _updated(
+        self,
+        step: Step,
+        t: Tracked,
+        obj: dict[str, Any] | None,
+        states: dict[Key, Health],
+        how: tuple[float, bool],
+    ) -> bool:
+        """Takes a watch event's object for ``t``, reports a change of its health; whether it is done."""
+        t.live = obj
+        new = self._health(t, obj)
+        if t.settler is not None and t.settler.behind:
+            t.next_poll = 0.0  # the pods at the next tick (settle.py); on events only: bounded
+        if new.state == "not-found":
+            new = Health("in-progress", "deleted; waiting for it to come back")
+        if new != states[t.key]:
+            states[t.key] = new
+            self._status(step, t.key, new, *how, t=t)
+        self._settle(step, t, obj, new)
+        return new.done
 
     def _settled_workloads(
         self,
