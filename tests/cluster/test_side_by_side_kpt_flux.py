@@ -143,6 +143,16 @@ def _image(client: Client, namespace: str) -> str:
     return pod_spec(client.get(Deployment, "app", namespace=namespace)).containers[0].image or ""
 
 
+def _rolled_out_with_the_same_jobs(client: Client, namespace: str, ran: dict[str, str | None]) -> None:
+    """The app has its new image; the migration Job's name and spec did not change, so it is the same Job
+    (uid ``ran``), run once, and nothing was pruned."""
+    assert _image(client, namespace) == NEW_APP_IMAGE.removeprefix("image: ")
+    assert _uids(client, namespace) == ran
+    assert sorted(meta(j).name or "" for j in client.list(Job, namespace=namespace)) == sorted(JOBS)
+    assert _pods(client, namespace, MIGRATION) == 1
+    assert list(_runs(client, namespace)) == [ran[MIGRATION]]
+
+
 def _env(kubeconfig: Path) -> dict[str, str]:
     return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "KUBECONFIG": str(kubeconfig)}
 
@@ -160,6 +170,13 @@ def _applied(events: list[Doc]) -> list[tuple[str, str, str]]:
 def _deploy_rset(client: Client, package: Path, namespace: str, tmp_path: Path) -> None:
     rset = export_resourceset(package, namespace, tmp_path)
     client.apply(ResourceSet.from_dict(rset), field_manager=FIELD_MANAGER)
+
+
+def _deployed_by_flux(client: Client, namespace: str, tmp_path: Path) -> dict[str, str | None]:
+    """The package deployed by a ResourceSet ``app``, once Ready; the uids of its Jobs."""
+    _deploy_rset(client, render(tmp_path, namespace), namespace, tmp_path)
+    wait_ready(client, "app", namespace)
+    return _uids(client, namespace)
 
 
 def _reconcile_again(client: Client, namespace: str) -> Doc:
@@ -229,9 +246,7 @@ def test_kpt_live_apply_again_with_nothing_changed_runs_no_job_again_and_says_su
 def test_the_flux_operator_reconciling_again_with_nothing_changed_runs_no_job_again(
     flux_operator: Cluster, kube_client: Client, namespace: str, tmp_path: Path
 ) -> None:
-    _deploy_rset(kube_client, render(tmp_path, namespace), namespace, tmp_path)
-    wait_ready(kube_client, "app", namespace)
-    ran = _uids(kube_client, namespace)
+    ran = _deployed_by_flux(kube_client, namespace, tmp_path)
     applied = _operator_applied(kube_client, namespace, 1)
     assert len(applied) == 3 and all(m.endswith(" created") for m in applied), applied  # one per step
 
@@ -262,20 +277,13 @@ def test_kpt_live_apply_of_a_new_app_image_leaves_the_migration_job_as_it_is(
     events = _kpt_apply_again(package, kubeconfig)
     assert _applied(events) == STAGED
     assert not [e for e in events if e["type"] == "prune"]
-    assert _image(kube_client, namespace) == NEW_APP_IMAGE.removeprefix("image: ")
-    # The migration Job's name and spec did not change: the same Job, not run again, nothing pruned.
-    assert _uids(kube_client, namespace) == ran
-    assert sorted(meta(j).name or "" for j in kube_client.list(Job, namespace=namespace)) == sorted(JOBS)
-    assert _pods(kube_client, namespace, MIGRATION) == 1
-    assert list(_runs(kube_client, namespace)) == [ran[MIGRATION]]
+    _rolled_out_with_the_same_jobs(kube_client, namespace, ran)
 
 
 def test_the_flux_operator_given_a_new_app_image_leaves_the_migration_job_as_it_is(
     flux_operator: Cluster, kube_client: Client, namespace: str, tmp_path: Path
 ) -> None:
-    _deploy_rset(kube_client, render(tmp_path, namespace), namespace, tmp_path)
-    wait_ready(kube_client, "app", namespace)
-    ran = _uids(kube_client, namespace)
+    ran = _deployed_by_flux(kube_client, namespace, tmp_path)
 
     source = tmp_path / "v2-source"
     shutil.copytree(PACKAGE, source)
@@ -287,11 +295,7 @@ def test_the_flux_operator_given_a_new_app_image_leaves_the_migration_job_as_it_
     assert got["metadata"]["generation"] == 2
     again = _operator_applied(kube_client, namespace, 2)
     assert again - applied == {f'step "deploy": Deployment/{namespace}/app configured'}
-    assert _image(kube_client, namespace) == NEW_APP_IMAGE.removeprefix("image: ")
-    assert _uids(kube_client, namespace) == ran
-    assert sorted(meta(j).name or "" for j in kube_client.list(Job, namespace=namespace)) == sorted(JOBS)
-    assert _pods(kube_client, namespace, MIGRATION) == 1
-    assert list(_runs(kube_client, namespace)) == [ran[MIGRATION]]
+    _rolled_out_with_the_same_jobs(kube_client, namespace, ran)
 
 
 # --- a completed Job deleted by its TTL, next run ------------------------------------------------------
@@ -337,9 +341,7 @@ def test_the_flux_operator_creates_and_runs_again_a_completed_migration_job_dele
     flux_operator: Cluster, kube_client: Client, namespace: str, tmp_path: Path
 ) -> None:
     # With the TTL itself the step fails (the test above): the Job is deleted here by a client instead.
-    _deploy_rset(kube_client, render(tmp_path, namespace), namespace, tmp_path)
-    wait_ready(kube_client, "app", namespace)
-    first = _uids(kube_client, namespace)[MIGRATION]
+    first = _deployed_by_flux(kube_client, namespace, tmp_path)[MIGRATION]
     kube_client.delete(Job, MIGRATION, namespace=namespace, cascade=CascadeType.BACKGROUND)
     _gone(kube_client, namespace)
 
