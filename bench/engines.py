@@ -1,5 +1,5 @@
-"""One staged deploy through five engines on the test control plane (a benchmark, not a test); prints a
-Markdown table.
+"""One staged deploy through five engines (krmfn twice) on the test control plane (a benchmark, not a
+test); prints a Markdown table.
 
     python bench/engines.py             # 5 rounds
     python bench/engines.py --rounds 9
@@ -9,7 +9,9 @@ The deploy is tests/testdata/export-staged-deploy rendered with kpt (set-steps w
 [depends-on]``): a migration Job (step pre-deploy), a ConfigMap, Service and 2-replica Deployment
 (deploy), a warm-up Job (post-deploy, waited for). The engines, alternating, each run in a fresh namespace:
 
-- ``krmfn apply -f DIR -n NS`` (the CLI; total = process start to exit);
+- ``krmfn apply -f DIR -n NS`` (the CLI; total = process start to exit), once as rendered (its 5 s settle
+  window on the Deployment) and once with ``krmfn.dev/settle: 0s`` on it (the first ready status, as
+  Helm's and kapp's waits take it);
 - the Flux Operator v0.58.1 running the ``krmfn export resourceset`` output (total = ResourceSet
   creation to its Ready condition turning True);
 - ``kpt live apply`` of the same directory (total = process start to exit; its ResourceGroup CRD is
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shutil
 import statistics
 import sys
 import tempfile
@@ -69,7 +72,16 @@ from lightkube.resources.apps_v1 import Deployment  # noqa: E402
 from lightkube.resources.batch_v1 import Job  # noqa: E402
 from lightkube.resources.core_v1 import ConfigMap, Service  # noqa: E402
 
-ENGINES = ("krmfn apply", "Flux Operator", "kpt live apply", "Helm upgrade", "kapp deploy")
+from krmfn.runner.settle_annotations import SETTLE  # noqa: E402
+
+ENGINES = (
+    "krmfn apply",
+    "krmfn apply, settle 0s",
+    "Flux Operator",
+    "kpt live apply",
+    "Helm upgrade",
+    "kapp deploy",
+)
 HOOKS = {"db-migration.yaml": "pre-install,pre-upgrade", "cache-warmup.yaml": "post-install,post-upgrade"}
 """The Helm chart's hooks: which of the package's files become which hook."""
 # (the object that makes the step healthy, the objects of the next step)
@@ -170,6 +182,22 @@ def krmfn_apply(cluster: Cluster, package: Path, namespace: str) -> float:
     return time.perf_counter() - start
 
 
+def krmfn_apply_without_settle(cluster: Cluster, package: Path, namespace: str) -> float:
+    """``krmfn apply`` with ``krmfn.dev/settle: 0s`` on the Deployment: no window, what Helm's ``--wait``
+    and kapp's waits check (the first ready status), so the three compare like for like."""
+    unsettled = package.parent / f"{package.name}-settle0"
+    if not unsettled.exists():
+        unsettled.mkdir()
+        shutil.copy(package / "Kptfile", unsettled)  # it names the app, for pruning
+        for file in package.glob("*.yaml"):
+            docs = list(yaml.safe_load_all(file.read_text()))
+            for doc in docs:
+                if doc and doc.get("kind") == "Deployment":
+                    doc["metadata"].setdefault("annotations", {})[SETTLE] = "0s"
+            (unsettled / file.name).write_text(yaml.safe_dump_all(docs))
+    return krmfn_apply(cluster, unsettled, namespace)
+
+
 def flux_operator(cluster: Cluster, package: Path, namespace: str) -> float:
     client = cluster.client()
     rset = export_resourceset(package, namespace, package.parent, name=namespace)
@@ -237,6 +265,7 @@ def kapp(cluster: Cluster, package: Path, namespace: str) -> float:
 
 RUNNERS: dict[str, Callable[[Cluster, Path, str], float]] = {
     "krmfn apply": krmfn_apply,
+    "krmfn apply, settle 0s": krmfn_apply_without_settle,
     "Flux Operator": flux_operator,
     "kpt live apply": kpt_live,
     "Helm upgrade": helm_upgrade,
@@ -244,7 +273,7 @@ RUNNERS: dict[str, Callable[[Cluster, Path, str], float]] = {
 }
 
 
-AGAIN = ("krmfn apply", "Helm upgrade", "kapp deploy")
+AGAIN = ("krmfn apply", "krmfn apply, settle 0s", "Helm upgrade", "kapp deploy")
 """The engines ``--upgrades`` runs a second time on the same namespace with nothing changed."""
 Results = dict[str, tuple[list[float], list[list[float]]]]
 

@@ -105,9 +105,16 @@ def test_fidelity_benchmark_runs_and_a_bump_changes_only_image_lines() -> None:
 @pytest.mark.cluster
 def test_engines_benchmark_runs_and_prints_one_table() -> None:
     stdout = quick("engines.py")
-    assert "### Staged deploy (3 steps), 5 engines, median of 1 run(s)" in stdout
+    assert "### Staged deploy (3 steps), 6 engines, median of 1 run(s)" in stdout
     rows = [line for line in stdout.splitlines() if line.startswith("| ") and "engine" not in line]
-    engines = ["| krmfn apply", "| Flux Operator", "| kpt live apply", "| Helm upgrade", "| kapp deploy"]
+    engines = [
+        "| krmfn apply",
+        "| krmfn apply, settle 0s",
+        "| Flux Operator",
+        "| kpt live apply",
+        "| Helm upgrade",
+        "| kapp deploy",
+    ]
     assert [row.split(" | ")[0] for row in rows] == engines
 
 
