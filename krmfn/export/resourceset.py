@@ -21,7 +21,7 @@ from typing import Any
 
 from krmfn.duration import format_duration, parse_duration
 from krmfn.errors import InputError
-from krmfn.k8s.annotations import FORCES, RECREATES_ON_FAILURE
+from krmfn.k8s.annotations import FORCES, RECREATES_ON_FAILURE, switch_value
 from krmfn.k8s.kobj import PRESERVED_KEYS, PRESERVED_PREFIXES, Obj, ref_of
 from krmfn.k8s.scopes import Scopes
 from krmfn.k8s.step_grouping import STEP_ANNOTATIONS, Step, Steps, describe
@@ -31,7 +31,6 @@ API_VERSION = "fluxcd.controlplane.io/v1"
 KIND = "ResourceSet"
 MAX_STEPS = 20  # maxItems of .spec.steps in the ResourceSet CRD
 SWITCHES = dict((FORCES, RECREATES_ON_FAILURE))
-SWITCH_VALUES = ("enabled", "disabled")
 # The CRD's pattern for .spec.steps[].timeout: Go durations without the ns and us units.
 _TIMEOUT = re.compile(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -195,20 +194,24 @@ def embed(obj: Obj) -> Obj:
 
 
 def _translate(notes: dict[str, Any], obj: Obj) -> None:
+    """krmfn's switches under the operator's names, each value in the lower case its exact reader of
+    ``recreateOnFailure`` wants (``krmfn apply`` takes any case: the same object means the same)."""
     for ours, theirs in SWITCHES.items():
-        if ours not in notes:
+        given = {name: str(notes[name]) for name in (ours, theirs) if name in notes}
+        if not given:
             continue
-        value = str(notes.pop(ours))
-        if value not in SWITCH_VALUES:
+        for name, text in given.items():
+            if switch_value(text) is None:
+                raise InputError(
+                    f"{describe(obj)}: annotation {name} must be 'enabled' or 'disabled', got {text!r}"
+                )
+        if len({switch_value(text) for text in given.values()}) == 2:
             raise InputError(
-                f"{describe(obj)}: annotation {ours} must be 'enabled' or 'disabled', got {value!r}"
+                f"{describe(obj)}: annotations {ours} ({given[ours]}) and {theirs} ({given[theirs]}) "
+                "disagree; keep one of them"
             )
-        if theirs in notes and str(notes[theirs]) != value:
-            raise InputError(
-                f"{describe(obj)}: annotations {ours} ({value}) and {theirs} ({notes[theirs]}) disagree; "
-                "keep one of them"
-            )
-        notes[theirs] = value
+        notes.pop(ours, None)
+        notes[theirs] = switch_value(next(iter(given.values())))
 
 
 def escape_templates(value: Any) -> Any:

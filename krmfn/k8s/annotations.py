@@ -35,3 +35,11 @@ def enabled(notes: Mapping[str, object], names: tuple[str, ...]) -> bool:
     """A switch is on: ``enabled`` (in any case) under either of its names, as ``krmfn apply`` reads it,
     so the functions and the exports decide as the runner will."""
     return any(str(notes.get(name, "")).lower() == "enabled" for name in names)
+
+
+def switch_value(value: object) -> str | None:
+    """A switch's value as the Flux Operator's exact reader wants it (``enabled``, ``disabled``), from any
+    case, as ``krmfn apply`` takes it; None for anything else (set-steps and the exports refuse it).
+    The operator compares ``recreateOnFailure`` with ``enabled`` exactly, so the exports write this."""
+    text = str(value).lower()
+    return text if text in ("enabled", "disabled") else None

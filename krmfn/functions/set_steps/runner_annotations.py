@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from krmfn.k8s.annotations import FORCES, RECREATES_ON_FAILURE
+from krmfn.k8s.annotations import FORCES, RECREATES_ON_FAILURE, switch_value
 from krmfn.k8s.kobj import Obj, annotations_of
 from krmfn.sdk.results import Results
 
-VALUES = ("enabled", "disabled")
 # Each krmfn switch and the Flux Operator name that means the same thing.
 SWITCHES = (FORCES, RECREATES_ON_FAILURE)
 
@@ -16,14 +15,14 @@ def check(obj: Obj, results: Results) -> None:
     for names in SWITCHES:
         given = {name: notes[name] for name in names if name in notes}
         for name, value in given.items():
-            if value not in VALUES:
+            if switch_value(value) is None:  # in any case, as krmfn apply reads it
                 results.error(
                     f"annotation {name} must be 'enabled' or 'disabled', got {value!r}",
                     obj,
                     field=f"metadata.annotations.{name}",
                     current_value=value,
                 )
-        if len(given) == 2 and len(set(given.values())) == 2:
+        if len(given) == 2 and len({switch_value(v) for v in given.values()}) == 2:
             first, second = names
             results.error(
                 f"annotations {first} ({given[first]}) and {second} ({given[second]}) disagree; "
