@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import dispositions
 import pytest
 from hostile_server import (
     CORE_DISCOVERY,
@@ -45,14 +46,21 @@ COMMANDS = {
 TIMEOUT_EXIT = {"apply": 1, "diff": 2, "status": 1}
 
 
-def start(command: str, tmp_path: Path, server: HostileServer, *extra: str) -> subprocess.Popen[str]:
+def start(
+    command: str, tmp_path: Path, server: HostileServer, *extra: str, sigint_ignored: bool = False
+) -> subprocess.Popen[str]:
+    """The command as a process; ``sigint_ignored``: started as a shell starts ``krmfn ... &`` in a
+    script, with SIGINT ignored."""
     assert KRMFN.exists(), f"the console script {KRMFN} is missing: pip install -e ."
     manifest = tmp_path / "m.yaml"
     manifest.write_text(MANIFEST)
     args = [str(KRMFN), *COMMANDS[command], "--kubeconfig", str(kubeconfig(tmp_path / "kc", server.port))]
     if command != "status":
         args += ["-f", str(manifest)]
-    return subprocess.Popen([*args, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    shell = list(dispositions.IGNORING) if sigint_ignored else []
+    return subprocess.Popen(
+        [*shell, *args, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def ended_by_itself(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
@@ -107,6 +115,29 @@ def test_a_signal_ends_a_request_the_server_trickles(
         assert result["type"] == "result" and f"interrupted by {sig.name}" in result["error"]
     else:
         assert "interrupted" in err, err
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_command_started_with_sigint_ignored_keeps_ignoring_it_and_sigterm_still_ends_it(
+    tmp_path: Path, command: str
+) -> None:
+    """As kubectl, Helm, kapp and kpt (Go keeps an inherited SIG_IGN) and Python itself: ``krmfn apply &``
+    in a script is not stopped by the Ctrl-C meant for the script's foreground command. SIGINT then
+    SIGTERM are sent in that order: exit 143 says the first was ignored. Before, krmfn's handler replaced
+    the ignore (the kernel's mask said caught) and diff and status exited 130."""
+    every = Behaviour("trickle-head")
+    with hostile_server({}, default=every) as server:
+        proc = start(command, tmp_path, server, sigint_ignored=True)
+        wait_for(every.hit, "the first request")
+        ignored, caught = dispositions.of(proc.pid)  # the shell exec'd krmfn: the same process
+        assert signal.SIGINT in ignored and signal.SIGTERM in caught, (ignored, caught)
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)
+        code, out, err = ended_by_itself(proc)
+    assert code == 128 + signal.SIGTERM, (code, out, err)  # diff and status say "interrupted", no more
+    if command == "apply":
+        said = json.loads(out.splitlines()[-1])["error"]
+        assert "interrupted by SIGTERM" in said, said
 
 
 def _locked_then_trickled() -> dict[tuple[str, str], Behaviour]:

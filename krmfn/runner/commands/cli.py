@@ -8,10 +8,8 @@ reported before they load.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from collections.abc import Callable
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from krmfn import interrupts
@@ -353,17 +351,10 @@ def _apply(args: argparse.Namespace, docs: list[Any], api_factory: ApiFactory) -
     )
     runner = Runner(api, options, printer, budget=budget)
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        runner.request_stop(signum)
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in interrupts.SIGNALS}
-    for signum in interrupts.take():  # received while starting: stop before the first request
-        runner.request_stop(signum)
     try:
-        result = runner.run(plan)
+        with interrupts.handled(runner.request_stop):  # received while starting: stop before a request
+            result = runner.run(plan)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         printer.close()
         run.close()
     printer.summary(result)

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from krmfn import interrupts
@@ -44,16 +42,12 @@ def interruptible(budget: Budget) -> Iterator[None]:
     """For a command that only reads (diff, status): SIGINT and SIGTERM raise ``KeyboardInterrupt`` in the
     main thread, which ends a request blocked there at once; ``budget.signum`` says which signal came."""
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
+    def on_signal(signum: int) -> None:
         budget.stop(signum)
         raise KeyboardInterrupt
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in interrupts.SIGNALS}
-    try:
+    with interrupts.handled(on_signal):
         yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def make_plan(args: argparse.Namespace, docs: list[Any], namespace: str) -> Plan:

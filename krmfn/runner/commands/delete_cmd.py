@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-from types import FrameType
 from typing import Any
 
 from krmfn import interrupts
@@ -208,17 +206,10 @@ def main(argv: list[str]) -> int:
         return EXIT_USAGE
     deleter = Deleter(api, options, printer, budget=budget)
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        deleter.request_stop(signum)
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in interrupts.SIGNALS}
-    for signum in interrupts.take():
-        deleter.request_stop(signum)
     try:
-        result = deleter.run()
+        with interrupts.handled(deleter.request_stop):
+            result = deleter.run()
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         printer.close()
         api.close()
     if args.output == "json":
