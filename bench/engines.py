@@ -129,7 +129,7 @@ class Observer:
             data: dict[str, Any] = obj.to_dict()  # type: ignore[attr-defined]  # every model has it
             key = (data["kind"], data["metadata"]["name"])
             self.appeared.setdefault(key, now)
-            if key not in self.healthy and _healthy(data):
+            if key not in self.healthy and is_healthy(data):
                 self.healthy[key] = now
 
     def complete(self) -> bool:
@@ -152,7 +152,9 @@ class Observer:
         return out
 
 
-def _healthy(data: dict[str, Any]) -> bool:
+def is_healthy(data: dict[str, Any]) -> bool:
+    """What the bench counts as healthy: a Job Complete; a Deployment observed, every replica updated and
+    available."""
     status: dict[str, Any] = data.get("status") or {}
     if data["kind"] == "Job":
         return any(
